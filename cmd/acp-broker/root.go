@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acp-broker/acp-broker/permission"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+// version is set at link time by release builds (-ldflags "-X main.version=v1.2.3");
+// otherwise the module version recorded by `go install` is used.
+var version = ""
+
+func brokerVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+// exitError carries a user-facing failure: one error line, optional hints,
+// and the exit status to end with.
+type exitError struct {
+	msg   string
+	hints []string
+	code  int
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func userError(code int, msg string, hints ...string) error {
+	return &exitError{msg: msg, hints: hints, code: code}
+}
+
+// statusError ends the process with a status and prints nothing: the agent's
+// own exit status, passed through.
+type statusError int
+
+func (s statusError) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
+// execute runs the command line and returns the process exit status.
+func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var status statusError
+	if errors.As(err, &status) {
+		return int(status)
+	}
+	var ue *exitError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "acp-broker: error: %s\n", ue.msg)
+		for _, h := range ue.hints {
+			fmt.Fprintf(stderr, "acp-broker: hint: %s\n", h)
+		}
+		return ue.code
+	}
+	// Flag and argument errors from cobra.
+	fmt.Fprintf(stderr, "acp-broker: error: %s\n", err)
+	fmt.Fprintf(stderr, "acp-broker: hint: see 'acp-broker --help'\n")
+	return 2
+}
+
+type rootOptions struct {
+	logLevel       string
+	logFile        string
+	trace          string
+	maxMessageSize byteSize
+	shutdownGrace  time.Duration
+	killGrace      time.Duration
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	opts := &rootOptions{maxMessageSize: byteSize(session.DefaultMaxMessageSize)}
+	cmd := &cobra.Command{
+		Use:   "acp-broker [flags] -- AGENT [ARGS...]",
+		Short: "Relay an ACP agent's stdio and decide its permission requests",
+		Long: `acp-broker starts AGENT as a subprocess and relays the Agent Client Protocol
+conversation between the editor (on acp-broker's stdin and stdout) and the agent,
+message for message and byte for byte. Put it in front of the agent command in
+your editor's configuration:
+
+    acp-broker -- claude-agent-acp
+
+Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
+		Version:       brokerVersion(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBroker(cmd.Context(), opts, args, stdin, stdout, stderr)
+		},
+	}
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	// Everything after the agent's name belongs to the agent, even without "--".
+	cmd.Flags().SetInterspersed(false)
+
+	f := cmd.Flags()
+	f.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&opts.logFile, "log-file", "", "append logs to this file instead of stderr")
+	f.StringVar(&opts.trace, "trace", "", "write every message, with direction and time, as JSONL to this file")
+	f.Var(&opts.maxMessageSize, "max-message-size", "largest message relayed, e.g. 64MiB; larger ones are refused with an error")
+	f.DurationVar(&opts.shutdownGrace, "shutdown-grace", 5*time.Second, "after the editor closes stdin, how long the agent may take to exit before SIGTERM")
+	f.DurationVar(&opts.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, how long the agent may take to exit before SIGKILL")
+
+	cmd.AddCommand(newDemoCmd(stdout, stderr), newExampleAgentCmd(stdin, stdout))
+	return cmd
+}
+
+func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(agent) == 0 {
+		return userError(2, "no agent command given",
+			"put the agent's command after the flags: acp-broker [flags] -- AGENT [ARGS...]")
+	}
+	path, err := session.LookAgent(agent[0])
+	if err != nil {
+		var nf *session.AgentNotFoundError
+		if errors.As(err, &nf) && nf.NotExecutable {
+			return userError(126, err.Error(), "check the file's execute permission (chmod +x)")
+		}
+		return userError(127, err.Error(), "install the agent, or give its full path after --")
+	}
+
+	level, err := parseLevel(opts.logLevel)
+	if err != nil {
+		return userError(2, err.Error(), "use one of: debug, info, warn, error")
+	}
+	logOut := session.NewLockedWriter(stderr)
+	var logDest io.Writer = logOut
+	if opts.logFile != "" {
+		lf, err := os.OpenFile(opts.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return userError(1, fmt.Sprintf("cannot open log file: %v", err))
+		}
+		defer lf.Close()
+		logDest = lf
+	}
+	logger := slog.New(slog.NewTextHandler(logDest, &slog.HandlerOptions{Level: level}))
+
+	var trace io.Writer
+	if opts.trace != "" {
+		tf, err := os.OpenFile(opts.trace, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return userError(1, fmt.Sprintf("cannot open trace file: %v", err))
+		}
+		defer tf.Close()
+		trace = tf
+	}
+
+	// Catching SIGPIPE, rather than ignoring it (which the agent would inherit),
+	// turns a write to an editor that went away into an EPIPE error instead of
+	// killing the broker before it can stop the agent.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
+	code, err := session.Run(ctx, session.Options{
+		AgentPath:      path,
+		AgentArgs:      agent,
+		EditorIn:       stdin,
+		EditorOut:      stdout,
+		Stderr:         logOut,
+		Logger:         logger,
+		Trace:          trace,
+		MaxMessageSize: int(opts.maxMessageSize),
+		ShutdownGrace:  opts.shutdownGrace,
+		KillGrace:      opts.killGrace,
+		Policy:         permission.Forward{},
+	})
+	if err != nil {
+		return userError(1, err.Error())
+	}
+	if code != 0 {
+		return statusError(code)
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return 0, fmt.Errorf("unknown log level %q", s)
+	}
+	return l, nil
+}

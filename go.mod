@@ -1,0 +1,17 @@
+module github.com/acp-broker/acp-broker
+
+go 1.26.8
+
+require (
+	github.com/coder/acp-go-sdk v0.13.0
+	github.com/rogpeppe/go-internal v1.14.1
+	github.com/sourcegraph/jsonrpc2 v0.2.1
+	github.com/spf13/cobra v1.10.2
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)

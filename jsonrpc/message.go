@@ -1,0 +1,456 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Kind tells requests, notifications and responses apart.
+type Kind uint8
+
+const (
+	Request Kind = iota + 1
+	Notification
+	Response
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Request:
+		return "request"
+	case Notification:
+		return "notification"
+	case Response:
+		return "response"
+	}
+	return "invalid"
+}
+
+// Message is the envelope of one JSON-RPC 2.0 message. Every field except
+// Kind and Method is a slice of Raw, so reading an envelope copies nothing.
+type Message struct {
+	Raw    []byte
+	Kind   Kind
+	Method string          // requests and notifications
+	ID     json.RawMessage // requests and responses: the id exactly as sent
+	Params json.RawMessage // nil when absent
+	Result json.RawMessage // responses: nil unless the call succeeded
+	Error  json.RawMessage // responses: nil unless the call failed
+}
+
+// IDKey returns a comparable form of the message's id, or "" for none.
+func (m *Message) IDKey() string { return IDKey(m.ID) }
+
+// IDKey returns a comparable form of a raw id: a response matches a request
+// when their keys are equal, however the id's string was escaped. String ids
+// and numeric ids never share a key.
+func IDKey(id json.RawMessage) string {
+	if len(id) == 0 {
+		return ""
+	}
+	if id[0] != '"' {
+		return string(id)
+	}
+	if bytes.IndexByte(id, '\\') < 0 {
+		return "s:" + string(id[1:len(id)-1])
+	}
+	var s string
+	if json.Unmarshal(id, &s) != nil {
+		return string(id)
+	}
+	return "s:" + s
+}
+
+// InvalidError describes a frame that is not a JSON-RPC 2.0 message. ID holds
+// the frame's id when one could be read, so the sender can still be answered.
+type InvalidError struct {
+	Reason string
+	ID     json.RawMessage
+	// HasMethod reports that the frame named a method: it was meant as a
+	// request (when ID is set) rather than a response.
+	HasMethod bool
+}
+
+func (e *InvalidError) Error() string { return "not a JSON-RPC 2.0 message: " + e.Reason }
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 10000
+
+// Parse reads the envelope of one frame. It checks the frame's whole syntax
+// without decoding values it does not need, and refuses anything a JSON-RPC
+// peer could read differently: a duplicated envelope key, a method that is not
+// a string, both a result and an error.
+func Parse(frame []byte) (*Message, error) {
+	m := &Message{Raw: frame}
+	inv := &InvalidError{}
+	fail := func(reason string, args ...any) (*Message, error) {
+		inv.Reason = fmt.Sprintf(reason, args...)
+		return nil, inv
+	}
+	s := scanner{data: frame}
+	s.skipSpace()
+	if s.pos >= len(frame) || frame[s.pos] != '{' {
+		if s.pos < len(frame) && frame[s.pos] == '[' {
+			return fail("batches are not supported")
+		}
+		return fail("not a JSON object")
+	}
+	s.pos++
+	var seenVersion, seenMethod, seenID bool
+	first := true
+	for {
+		s.skipSpace()
+		if s.pos < len(frame) && frame[s.pos] == '}' && first {
+			s.pos++
+			break
+		}
+		key, err := s.key()
+		if err != nil {
+			return fail("%v", err)
+		}
+		start := s.pos
+		if err := s.skipValue(1); err != nil {
+			return fail("%v", err)
+		}
+		val := frame[start:s.pos]
+		dup := func() (*Message, error) { return fail("duplicate %q", key) }
+		switch key {
+		case "jsonrpc":
+			if seenVersion {
+				return dup()
+			}
+			seenVersion = true
+			if string(val) != `"2.0"` {
+				return fail(`"jsonrpc" must be "2.0"`)
+			}
+		case "method":
+			if seenMethod {
+				return dup()
+			}
+			seenMethod = true
+			inv.HasMethod = true
+			if val[0] != '"' {
+				return fail(`"method" must be a string`)
+			}
+			if err := json.Unmarshal(val, &m.Method); err != nil {
+				return fail("bad method: %v", err)
+			}
+		case "id":
+			if seenID {
+				return dup()
+			}
+			seenID = true
+			switch val[0] {
+			case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'n':
+				m.ID = val
+				inv.ID = val
+			default:
+				return fail(`"id" must be a string, a number or null`)
+			}
+		case "params":
+			if m.Params != nil {
+				return dup()
+			}
+			if val[0] != '{' && val[0] != '[' {
+				return fail(`"params" must be an object or an array`)
+			}
+			m.Params = val
+		case "result":
+			if m.Result != nil {
+				return dup()
+			}
+			m.Result = val
+		case "error":
+			if m.Error != nil {
+				return dup()
+			}
+			if val[0] != '{' {
+				return fail(`"error" must be an object`)
+			}
+			m.Error = val
+		}
+		first = false
+		s.skipSpace()
+		if s.pos >= len(frame) {
+			return fail("unexpected end of message")
+		}
+		if frame[s.pos] == ',' {
+			s.pos++
+			continue
+		}
+		if frame[s.pos] == '}' {
+			s.pos++
+			break
+		}
+		return fail("expected ',' or '}' at byte %d", s.pos)
+	}
+	s.skipSpace()
+	if s.pos != len(frame) {
+		return fail("unexpected data after the message at byte %d", s.pos)
+	}
+	if !seenVersion {
+		return fail(`missing "jsonrpc": "2.0"`)
+	}
+	isResponse := m.Result != nil || m.Error != nil
+	switch {
+	case seenMethod && isResponse:
+		return fail("a message cannot have both a method and a result or error")
+	case seenMethod && seenID:
+		m.Kind = Request
+	case seenMethod:
+		m.Kind = Notification
+	case isResponse && m.Result != nil && m.Error != nil:
+		return fail("a response cannot have both a result and an error")
+	case isResponse && seenID:
+		m.Kind = Response
+	case isResponse:
+		return fail(`a response needs an "id"`)
+	default:
+		return fail(`neither "method" nor "result" or "error"`)
+	}
+	return m, nil
+}
+
+// Head is what could be read of the start of a frame that was too large to
+// keep: its id and whether it was a request or a response.
+type Head struct {
+	ID         json.RawMessage
+	HasMethod  bool
+	IsResponse bool
+}
+
+// ParseHead reads envelope members from the start of a truncated frame, in
+// order, until the first member whose value was cut off.
+func ParseHead(head []byte) Head {
+	var h Head
+	s := scanner{data: head}
+	s.skipSpace()
+	if s.pos >= len(head) || head[s.pos] != '{' {
+		return h
+	}
+	s.pos++
+	for {
+		key, err := s.key()
+		if err != nil {
+			return h
+		}
+		// What a member is tells as much as its value, which may be cut off.
+		switch key {
+		case "method":
+			h.HasMethod = true
+		case "result", "error":
+			h.IsResponse = true
+		}
+		start := s.pos
+		if err := s.skipValue(1); err != nil {
+			return h
+		}
+		if key == "id" {
+			h.ID = head[start:s.pos]
+		}
+		if done, err := s.endOfMember('}'); done || err != nil {
+			return h
+		}
+	}
+}
+
+// Field returns the value of key in a JSON object without decoding the other
+// members. It reports false when obj is not an object or lacks the key.
+func Field(obj json.RawMessage, key string) (json.RawMessage, bool) {
+	s := scanner{data: obj}
+	s.skipSpace()
+	if s.pos >= len(obj) || obj[s.pos] != '{' {
+		return nil, false
+	}
+	s.pos++
+	s.skipSpace()
+	if s.pos < len(obj) && obj[s.pos] == '}' {
+		return nil, false
+	}
+	for {
+		k, err := s.key()
+		if err != nil {
+			return nil, false
+		}
+		start := s.pos
+		if err := s.skipValue(1); err != nil {
+			return nil, false
+		}
+		if k == key {
+			return obj[start:s.pos], true
+		}
+		s.skipSpace()
+		if s.pos >= len(obj) || obj[s.pos] != ',' {
+			return nil, false
+		}
+		s.pos++
+	}
+}
+
+// String returns the value of key in obj when it is a JSON string.
+func String(obj json.RawMessage, key string) (string, bool) {
+	v, ok := Field(obj, key)
+	if !ok || len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// scanner walks JSON syntax. It finds where each value ends and checks the
+// structure; string contents and number forms are left to the peers, which
+// decode them in full.
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+var errEnd = errors.New("unexpected end of message")
+
+func (s *scanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// key reads an object member's name and the colon after it.
+func (s *scanner) key() (string, error) {
+	s.skipSpace()
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return "", fmt.Errorf("expected a member name at byte %d", s.pos)
+	}
+	start := s.pos
+	if err := s.skipString(); err != nil {
+		return "", err
+	}
+	raw := s.data[start:s.pos]
+	var name string
+	if bytes.IndexByte(raw, '\\') < 0 {
+		name = string(raw[1 : len(raw)-1])
+	} else if err := json.Unmarshal(raw, &name); err != nil {
+		return "", fmt.Errorf("bad member name at byte %d: %v", start, err)
+	}
+	s.skipSpace()
+	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		return "", fmt.Errorf("expected ':' at byte %d", s.pos)
+	}
+	s.pos++
+	s.skipSpace()
+	return name, nil
+}
+
+func (s *scanner) skipString() error {
+	s.pos++ // opening quote
+	for {
+		i := bytes.IndexByte(s.data[s.pos:], '"')
+		if i < 0 {
+			return errEnd
+		}
+		end := s.pos + i
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for j := end - 1; j >= s.pos && s.data[j] == '\\'; j-- {
+			n++
+		}
+		s.pos = end + 1
+		if n%2 == 0 {
+			return nil
+		}
+	}
+}
+
+func (s *scanner) skipValue(depth int) error {
+	if depth > maxDepth {
+		return errors.New("nested too deeply")
+	}
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return errEnd
+	}
+	switch c := s.data[s.pos]; {
+	case c == '"':
+		return s.skipString()
+	case c == '{':
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			s.pos++
+			return nil
+		}
+		for {
+			if _, err := s.key(); err != nil {
+				return err
+			}
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			if done, err := s.endOfMember('}'); done || err != nil {
+				return err
+			}
+		}
+	case c == '[':
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			s.pos++
+			return nil
+		}
+		for {
+			if err := s.skipValue(depth + 1); err != nil {
+				return err
+			}
+			if done, err := s.endOfMember(']'); done || err != nil {
+				return err
+			}
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := s.pos
+		for s.pos < len(s.data) && isNumberByte(s.data[s.pos]) {
+			s.pos++
+		}
+		if !json.Valid(s.data[start:s.pos]) {
+			return fmt.Errorf("bad number at byte %d", start)
+		}
+		return nil
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if bytes.HasPrefix(s.data[s.pos:], []byte(lit)) {
+				s.pos += len(lit)
+				return nil
+			}
+		}
+		return fmt.Errorf("unexpected %q at byte %d", c, s.pos)
+	}
+}
+
+// endOfMember consumes the ',' or the closing byte after a member, and
+// reports whether it was the closing one.
+func (s *scanner) endOfMember(closing byte) (done bool, err error) {
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return false, errEnd
+	}
+	switch s.data[s.pos] {
+	case ',':
+		s.pos++
+		return false, nil
+	case closing:
+		s.pos++
+		return true, nil
+	}
+	return false, fmt.Errorf("expected ',' or %q at byte %d", closing, s.pos)
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}

@@ -1,0 +1,201 @@
+package session
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// AgentNotFoundError reports an agent command that cannot be started.
+type AgentNotFoundError struct {
+	Name          string
+	NotExecutable bool
+	Err           error
+}
+
+func (e *AgentNotFoundError) Error() string {
+	if e.NotExecutable {
+		return fmt.Sprintf("agent %q is not an executable file", e.Name)
+	}
+	return fmt.Sprintf("agent %q not found on PATH", e.Name)
+}
+
+func (e *AgentNotFoundError) Unwrap() error { return e.Err }
+
+// LookAgent finds the agent's executable the way a shell would.
+func LookAgent(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", &AgentNotFoundError{Name: name, NotExecutable: errors.Is(err, fs.ErrPermission), Err: err}
+	}
+	return path, nil
+}
+
+// agentProcess is the running agent: its pipes, its process group, and its
+// exit status once it has one.
+type agentProcess struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // write end: the broker's messages to the agent
+	stdout *os.File // read end: the agent's messages
+	stderr *os.File // read end: the agent's log lines
+
+	done     chan struct{} // closed when the agent has exited and been reaped
+	exitCode int           // valid after done: the status to exit with
+}
+
+// startAgent starts the agent in a process group of its own, so that signals
+// and the final kill reach everything it started. The pipes are plain
+// os.Pipe files rather than exec's StdoutPipe, whose read end Wait would
+// close before the broker has read the agent's last messages.
+func startAgent(path string, argv []string) (*agentProcess, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        argv,
+		Stdin:       inR,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("starting agent: %w", err)
+	}
+	closeAll(inR, outW, errW)
+	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	go p.wait()
+	return p, nil
+}
+
+func (p *agentProcess) wait() {
+	_ = p.cmd.Wait() // a non-zero exit is reported through the status below
+	p.exitCode = exitCode(p.cmd.ProcessState)
+	close(p.done)
+}
+
+// exitCode turns a wait status into a shell-style exit status: the exit code,
+// or 128 plus the signal that ended the process.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// signalGroup sends sig to the agent's whole process group.
+func (p *agentProcess) signalGroup(sig syscall.Signal) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig) // ESRCH: the group is already gone
+}
+
+// closeStdin tells the agent there is no more input, as an editor closing its
+// end of the pipe would.
+func (p *agentProcess) closeStdin() {
+	_ = p.stdin.Close() // safe while a write is in progress: that write fails
+}
+
+// stop ends the agent after the editor went away: it has closeGrace to exit
+// on its own once its stdin is closed, then killGrace after SIGTERM, then it
+// is killed.
+func (p *agentProcess) stop(closeGrace, killGrace time.Duration) {
+	p.closeStdin()
+	if p.waitFor(closeGrace) {
+		return
+	}
+	p.signalGroup(syscall.SIGTERM)
+	if p.waitFor(killGrace) {
+		return
+	}
+	p.signalGroup(syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *agentProcess) waitFor(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// killLeftovers ends whatever the agent left running once it has exited:
+// the rest of its process group and, where the platform lets the broker
+// adopt them, descendants that left the group. They get SIGTERM and then,
+// after killGrace, SIGKILL.
+func (p *agentProcess) killLeftovers(killGrace time.Duration) {
+	pid := p.cmd.Process.Pid
+	if syscall.Kill(-pid, 0) == nil || len(orphans()) > 0 {
+		p.signalGroup(syscall.SIGTERM)
+		signalOrphans(syscall.SIGTERM)
+		deadline := time.Now().Add(killGrace)
+		for time.Now().Before(deadline) && (syscall.Kill(-pid, 0) == nil || len(orphans()) > 0) {
+			reapOrphans()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.signalGroup(syscall.SIGKILL)
+	killOrphans()
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// pumpLines copies the agent's stderr to w one whole line per Write, so the
+// lines never interleave with the broker's own log records, which share w's
+// lock. A line longer than the buffer is written in buffer-sized pieces.
+func pumpLines(r io.Reader, w io.Writer) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				line = append(line, '\n') // the agent's last, unterminated line
+			}
+			_, _ = w.Write(line)
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// LockedWriter serialises writes to a shared destination such as stderr, so
+// that whole lines from different sources never interleave.
+type LockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewLockedWriter returns a LockedWriter for w.
+func NewLockedWriter(w io.Writer) *LockedWriter { return &LockedWriter{w: w} }
+
+func (l *LockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

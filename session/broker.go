@@ -1,0 +1,595 @@
+// Package session owns one brokered ACP connection: the agent process and its
+// lifecycle, the ordered relay of both directions, what the broker learns of
+// sessions and tool calls on the way, and the seam (Policy) through which an
+// agent's request may be answered by someone other than the editor.
+//
+// It reads copies of the messages it tracks and forwards the original bytes;
+// the only messages it writes itself are answers to intercepted requests,
+// error responses when a peer cannot answer, and the broker's own requests.
+// It decides nothing: decisions belong to the Policy.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+)
+
+// DefaultMaxMessageSize is the largest message relayed unless configured:
+// twice the largest the ACP SDKs accept, so the broker is never the limit.
+const DefaultMaxMessageSize = 64 << 20
+
+// ownIDPrefix starts the id of every request the broker sends on its own.
+// Agent requests with such ids are refused, so the editor's answers to the
+// broker can never be taken for answers to the agent or the other way round.
+const ownIDPrefix = "acp-broker-"
+
+// maxWithdrawn bounds the ids of withdrawn editor prompts whose late answers
+// are still expected.
+const maxWithdrawn = 4096
+
+// Options configure Run.
+type Options struct {
+	AgentPath string   // the executable, as found by LookAgent
+	AgentArgs []string // the agent's argv; AgentArgs[0] is its name as given
+
+	EditorIn  io.Reader // the editor's messages (the broker's stdin)
+	EditorOut io.Writer // to the editor (the broker's stdout): messages only
+	// Stderr receives the agent's stderr, whole lines at a time. Share its
+	// lock with the logger's destination (see LockedWriter).
+	Stderr io.Writer
+	Logger *slog.Logger
+	// Trace, if not nil, receives every message as a JSONL record.
+	Trace io.Writer
+
+	MaxMessageSize int           // default DefaultMaxMessageSize
+	ShutdownGrace  time.Duration // after the editor leaves, before SIGTERM
+	KillGrace      time.Duration // after SIGTERM, before SIGKILL
+
+	Policy Policy // decides intercepted requests; required
+}
+
+// Run starts the agent, relays until the agent has exited, and returns the
+// status the broker should exit with: the agent's own.
+//
+// When the editor closes its input, the agent's stdin is closed and the agent
+// is given ShutdownGrace, then SIGTERM, then SIGKILL after KillGrace. When
+// the agent exits first, every request the editor is still waiting on is
+// answered with an error. SIGINT, SIGTERM and SIGHUP are passed on to the
+// agent's process group. Nothing the agent started outlives Run.
+//
+// Run makes the calling process a child subreaper on Linux and kills every
+// child process left over when the agent exits, so a process should run only
+// one broker at a time.
+func Run(ctx context.Context, opts Options) (int, error) {
+	if opts.Policy == nil {
+		return 0, errors.New("session: no Policy")
+	}
+	if opts.MaxMessageSize <= 0 {
+		opts.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, nil))
+	}
+	adoptOrphans()
+	proc, err := startAgent(opts.AgentPath, opts.AgentArgs)
+	if err != nil {
+		return 0, err
+	}
+	b := newBroker(opts, proc)
+	opts.Logger.Debug("agent started", "agent", b.agentName, "pid", proc.cmd.Process.Pid)
+
+	stderrDone := make(chan struct{})
+	go func() {
+		pumpLines(proc.stderr, opts.Stderr)
+		close(stderrDone)
+	}()
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(signals)
+
+	agentDone := make(chan struct{})
+	go func() {
+		b.readAgent(jsonrpc.NewReader(proc.stdout, opts.MaxMessageSize))
+		close(agentDone)
+	}()
+	go b.readEditor(jsonrpc.NewReader(opts.EditorIn, opts.MaxMessageSize))
+
+	for stopping := false; !stopping; {
+		select {
+		case sig := <-signals:
+			b.log.Info("passing signal to the agent", "signal", sig.String())
+			proc.signalGroup(sig.(syscall.Signal))
+		case <-b.editorGone:
+			b.log.Debug("editor closed the connection; stopping the agent")
+			proc.stop(opts.ShutdownGrace, opts.KillGrace)
+			stopping = true
+		case <-ctx.Done():
+			proc.stop(opts.ShutdownGrace, opts.KillGrace)
+			stopping = true
+		case <-proc.done:
+			stopping = true
+		}
+	}
+	<-proc.done
+	code := proc.exitCode
+	b.log.Debug("agent exited", "status", code)
+
+	// Whatever the agent started may still hold its stdout open; ending it
+	// lets the agent's last messages drain to the editor.
+	proc.killLeftovers(opts.KillGrace)
+	waitOrTimeout(agentDone, opts.KillGrace)
+	b.agentExited(code)
+	waitOrTimeout(stderrDone, opts.KillGrace)
+	return code, nil
+}
+
+func waitOrTimeout(ch <-chan struct{}, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// broker relays one editor–agent connection.
+type broker struct {
+	log       *slog.Logger
+	agentName string
+	policy    Policy
+	tracker   *tracker
+	editor    *jsonrpc.Writer
+	agent     *jsonrpc.Writer
+	trace     *tracer
+	proc      *agentProcess
+
+	editorGone     chan struct{}
+	editorGoneOnce sync.Once
+
+	mu sync.Mutex
+	// calls holds the intercepted agent requests not yet answered, by id.
+	calls map[string]*Call
+	// withdrawn holds the ids of forwarded requests the broker answered
+	// itself; the editor's late answers to them are dropped.
+	withdrawn      map[string]struct{}
+	withdrawnOrder []string
+	// editorPending holds the editor's requests the agent has not answered,
+	// so they can be failed if the agent exits.
+	editorPending map[string]json.RawMessage
+	// own holds the broker's own requests to the editor awaiting answers.
+	own    map[string]chan *jsonrpc.Message
+	nextID uint64
+	exited bool
+}
+
+func newBroker(opts Options, proc *agentProcess) *broker {
+	return &broker{
+		log:           opts.Logger,
+		agentName:     filepath.Base(opts.AgentArgs[0]),
+		policy:        opts.Policy,
+		tracker:       newTracker(),
+		editor:        jsonrpc.NewWriter(opts.EditorOut),
+		agent:         jsonrpc.NewWriter(proc.stdin),
+		trace:         newTracer(opts.Trace),
+		proc:          proc,
+		editorGone:    make(chan struct{}),
+		calls:         make(map[string]*Call),
+		withdrawn:     make(map[string]struct{}),
+		editorPending: make(map[string]json.RawMessage),
+		own:           make(map[string]chan *jsonrpc.Message),
+	}
+}
+
+// Sides of the connection, for logs and traces.
+const (
+	fromAgent  = "agent"
+	fromEditor = "editor"
+)
+
+// readAgent relays the agent's output until it ends, in the order read.
+func (b *broker) readAgent(r *jsonrpc.Reader) {
+	for {
+		frame, err := r.Next()
+		if err != nil {
+			var tl *jsonrpc.TooLargeError
+			if errors.As(err, &tl) {
+				b.tooLarge(fromAgent, tl)
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				b.log.Warn("reading the agent's output", "err", err)
+			}
+			return
+		}
+		m, err := jsonrpc.Parse(frame)
+		if err != nil {
+			b.invalid(fromAgent, frame, err)
+			continue
+		}
+		switch m.Kind {
+		case jsonrpc.Request:
+			if isOwnID(m.ID) {
+				b.log.Warn("refused an agent request that uses an id reserved for the broker", "id", string(m.ID), "method", m.Method)
+				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)))
+				continue
+			}
+			if InterceptedMethods[m.Method] {
+				b.intercept(frame)
+				continue
+			}
+		case jsonrpc.Response:
+			b.tracker.agentResponse(m)
+			b.mu.Lock()
+			delete(b.editorPending, m.IDKey())
+			b.mu.Unlock()
+		case jsonrpc.Notification:
+			switch m.Method {
+			case "session/update":
+				b.tracker.update(m.Params)
+			case "$/cancel_request":
+				if b.agentCancelled(m.Params) {
+					continue
+				}
+			}
+		}
+		b.toEditor("agent->editor", frame)
+	}
+}
+
+// readEditor relays the editor's input until it ends, in the order read.
+func (b *broker) readEditor(r *jsonrpc.Reader) {
+	defer b.markEditorGone()
+	for {
+		frame, err := r.Next()
+		if err != nil {
+			var tl *jsonrpc.TooLargeError
+			if errors.As(err, &tl) {
+				b.tooLarge(fromEditor, tl)
+				continue
+			}
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				b.log.Warn("reading the editor's input", "err", err)
+			}
+			return
+		}
+		m, err := jsonrpc.Parse(frame)
+		if err != nil {
+			b.invalid(fromEditor, frame, err)
+			continue
+		}
+		switch m.Kind {
+		case jsonrpc.Request:
+			b.tracker.editorRequest(m)
+			key := m.IDKey()
+			b.mu.Lock()
+			exited := b.exited
+			if !exited {
+				b.editorPending[key] = clone(m.ID)
+			}
+			b.mu.Unlock()
+			if exited {
+				b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeServerError, "agent has exited"))
+				continue
+			}
+			if err := b.toAgent("editor->agent", frame); err != nil {
+				b.mu.Lock()
+				delete(b.editorPending, key)
+				b.mu.Unlock()
+				b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeServerError, "agent is not reading its input: "+err.Error()))
+			}
+			continue
+		case jsonrpc.Notification:
+			b.toAgent("editor->agent", frame)
+			if m.Method == "session/cancel" {
+				if id, ok := jsonrpc.String(m.Params, "sessionId"); ok {
+					b.cancelSession(id)
+				}
+			}
+			continue
+		case jsonrpc.Response:
+			if b.editorResponse(m) {
+				continue
+			}
+		}
+		b.toAgent("editor->agent", frame)
+	}
+}
+
+// editorResponse routes a response from the editor that is not the agent's
+// business: answers to the broker's own requests, to intercepted calls, and
+// late answers to withdrawn prompts. It reports whether it took the response.
+func (b *broker) editorResponse(m *jsonrpc.Message) bool {
+	key := m.IDKey()
+	b.mu.Lock()
+	if ch, ok := b.own[key]; ok {
+		delete(b.own, key)
+		b.mu.Unlock()
+		b.trace.record("editor->broker", m.Raw, "")
+		ch <- reparse(m.Raw)
+		return true
+	}
+	if _, ok := b.withdrawn[key]; ok {
+		delete(b.withdrawn, key)
+		b.mu.Unlock()
+		b.trace.record("editor->broker", m.Raw, "dropped: the request was already answered")
+		b.log.Debug("dropped the editor's answer to a withdrawn request", "id", string(m.ID))
+		return true
+	}
+	c, ok := b.calls[key]
+	b.mu.Unlock()
+	if !ok {
+		return false
+	}
+	if !c.isForwarded() {
+		// The editor was never asked; an answer it makes up must not reach
+		// the agent.
+		b.trace.record("editor->broker", m.Raw, "dropped: not a request the editor was sent")
+		b.log.Warn("dropped an editor answer to a request it was never sent", "id", string(m.ID))
+		return true
+	}
+	c.editorAnswered(reparse(m.Raw))
+	return true
+}
+
+// intercept hands an agent request to the Policy.
+func (b *broker) intercept(frame []byte) {
+	raw := clone(frame)
+	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel}
+	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
+	if sessionID != "" {
+		c.Session = b.tracker.info(sessionID)
+		if m.Method == "session/request_permission" {
+			if tc, ok := jsonrpc.Field(m.Params, "toolCall"); ok {
+				c.ToolCall = b.tracker.mergeToolCall(sessionID, tc)
+			}
+		}
+	}
+	key := m.IDKey()
+	b.mu.Lock()
+	_, dup := b.calls[key]
+	if !dup {
+		b.calls[key] = c
+	}
+	b.mu.Unlock()
+	if dup {
+		cancel()
+		b.log.Warn("refused an agent request whose id is still in use", "id", string(m.ID), "method", m.Method)
+		b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, "request id is already in use by an unanswered request"))
+		return
+	}
+	b.trace.record("agent->broker", raw, "intercepted")
+	b.policy.Intercept(c)
+}
+
+// endCall forgets an answered call and tells whoever waits on it.
+func (b *broker) endCall(c *Call) {
+	key := jsonrpc.IDKey(c.ID)
+	b.mu.Lock()
+	if b.calls[key] == c {
+		delete(b.calls, key)
+	}
+	b.mu.Unlock()
+	c.cancel()
+}
+
+// withdrawFromEditor retracts a request the editor was sent and the broker
+// has since answered itself.
+func (b *broker) withdrawFromEditor(id json.RawMessage) {
+	key := jsonrpc.IDKey(id)
+	b.mu.Lock()
+	if len(b.withdrawnOrder) >= maxWithdrawn {
+		delete(b.withdrawn, b.withdrawnOrder[0])
+		b.withdrawnOrder = b.withdrawnOrder[1:]
+	}
+	b.withdrawn[key] = struct{}{}
+	b.withdrawnOrder = append(b.withdrawnOrder, key)
+	b.mu.Unlock()
+	frame, err := jsonrpc.NewNotification("$/cancel_request", map[string]json.RawMessage{"requestId": id})
+	if err == nil {
+		b.toEditor("broker->editor", frame)
+	}
+}
+
+// agentCancelled handles the agent's $/cancel_request. A request only the
+// broker holds is answered at once with -32800 and the editor never hears of
+// it; for any other request the notification is relayed. It reports whether
+// the notification was consumed.
+func (b *broker) agentCancelled(params json.RawMessage) bool {
+	id, ok := jsonrpc.Field(params, "requestId")
+	if !ok {
+		return false
+	}
+	b.mu.Lock()
+	c, ok := b.calls[jsonrpc.IDKey(id)]
+	b.mu.Unlock()
+	if !ok || c.isForwarded() {
+		return false
+	}
+	c.RespondError(jsonrpc.CodeRequestCanceled, "request cancelled by the agent")
+	return true
+}
+
+// cancelSession answers every permission request of the session that only
+// the broker holds with the cancelled outcome, as ACP requires of a client
+// after session/cancel. Requests the editor was sent are the editor's to
+// answer: it saw the same session/cancel.
+func (b *broker) cancelSession(sessionID string) {
+	b.mu.Lock()
+	var held []*Call
+	for _, c := range b.calls {
+		if c.Session.ID == sessionID && c.Method == "session/request_permission" {
+			held = append(held, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range held {
+		if !c.isForwarded() {
+			c.RespondCancelled()
+		}
+	}
+}
+
+// requestEditor sends a request of the broker's own to the editor.
+func (b *broker) requestEditor(ctx context.Context, method string, params any) (*jsonrpc.Message, error) {
+	b.mu.Lock()
+	b.nextID++
+	id := fmt.Sprintf("%s%d", ownIDPrefix, b.nextID)
+	key := jsonrpc.IDKey(jsonrpc.Quote(id))
+	ch := make(chan *jsonrpc.Message, 1)
+	b.own[key] = ch
+	b.mu.Unlock()
+	frame, err := jsonrpc.NewRequest(id, method, params)
+	if err == nil {
+		err = b.toEditor("broker->editor", frame)
+	}
+	if err == nil {
+		select {
+		case m := <-ch:
+			return m, nil
+		case <-b.editorGone:
+			err = errors.New("the editor closed the connection")
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	b.mu.Lock()
+	delete(b.own, key)
+	b.mu.Unlock()
+	return nil, err
+}
+
+// agentExited fails what can no longer be answered: every editor request
+// the agent did not answer, and every intercepted call.
+func (b *broker) agentExited(code int) {
+	b.mu.Lock()
+	b.exited = true
+	pending := b.editorPending
+	b.editorPending = make(map[string]json.RawMessage)
+	calls := b.calls
+	b.calls = make(map[string]*Call)
+	b.mu.Unlock()
+	msg := fmt.Sprintf("agent exited with status %d", code)
+	for _, id := range pending {
+		b.toEditor("broker->editor", jsonrpc.NewError(id, jsonrpc.CodeServerError, msg))
+	}
+	for _, c := range calls {
+		c.cancel()
+	}
+}
+
+// tooLarge reports a frame over the size limit and answers whoever would
+// otherwise wait for it forever.
+func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
+	b.log.Warn("message too large; not forwarded", "from", b.sideName(from), "size", tl.Size, "limit", tl.Limit,
+		"hint", "raise --max-message-size if the peer really sends messages this large")
+	b.trace.recordText(from+"->broker", tl.Head, fmt.Sprintf("dropped: %d bytes exceed the limit of %d", tl.Size, tl.Limit))
+	h := jsonrpc.ParseHead(tl.Head)
+	if h.ID == nil {
+		return
+	}
+	msg := fmt.Sprintf("message of %d bytes exceeds acp-broker's limit of %d bytes (--max-message-size)", tl.Size, tl.Limit)
+	switch {
+	case h.HasMethod && from == fromAgent:
+		b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, msg))
+	case h.HasMethod:
+		b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, msg))
+	case h.IsResponse && from == fromAgent:
+		// The editor waits for this response: it gets an error instead.
+		b.mu.Lock()
+		delete(b.editorPending, jsonrpc.IDKey(h.ID))
+		b.mu.Unlock()
+		b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the agent's response: "+msg))
+	case h.IsResponse:
+		b.mu.Lock()
+		c := b.calls[jsonrpc.IDKey(h.ID)]
+		b.mu.Unlock()
+		if c != nil {
+			c.RespondError(jsonrpc.CodeInvalidRequest, "the editor's response: "+msg)
+		} else {
+			b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
+		}
+	}
+}
+
+// invalid reports a line that is not JSON-RPC. It is never forwarded: one
+// stray line on an editor's input can break its whole connection. A request
+// whose id could be read is answered with an error.
+func (b *broker) invalid(from string, frame []byte, err error) {
+	line := string(frame)
+	if len(line) > 200 {
+		line = line[:200] + "…"
+	}
+	if from == fromAgent {
+		b.log.Warn("agent output is not JSON-RPC; not forwarded to the editor", "agent", b.agentName, "line", line, "reason", err.Error())
+	} else {
+		b.log.Warn("editor input is not JSON-RPC; not forwarded to the agent", "from", "editor", "line", line, "reason", err.Error())
+	}
+	b.trace.recordText(from+"->broker", frame, "dropped: "+err.Error())
+	var inv *jsonrpc.InvalidError
+	if errors.As(err, &inv) && inv.ID != nil && inv.HasMethod {
+		reply := jsonrpc.NewError(inv.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+inv.Reason)
+		if from == fromAgent {
+			b.toAgent("broker->agent", reply)
+		} else {
+			b.toEditor("broker->editor", reply)
+		}
+	}
+}
+
+func (b *broker) sideName(from string) string {
+	if from == fromAgent {
+		return b.agentName
+	}
+	return from
+}
+
+// toEditor writes one frame to the editor. A failed write means the editor
+// is gone, which stops the broker as if it had closed its input.
+func (b *broker) toEditor(dir string, frame []byte) error {
+	b.trace.record(dir, frame, "")
+	err := b.editor.WriteFrame(frame)
+	if err != nil {
+		b.markEditorGone()
+	}
+	return err
+}
+
+// toAgent writes one frame to the agent.
+func (b *broker) toAgent(dir string, frame []byte) error {
+	b.trace.record(dir, frame, "")
+	return b.agent.WriteFrame(frame)
+}
+
+func (b *broker) markEditorGone() {
+	b.editorGoneOnce.Do(func() { close(b.editorGone) })
+}
+
+func isOwnID(id json.RawMessage) bool {
+	return len(id) > 0 && id[0] == '"' && strings.HasPrefix(jsonrpc.IDKey(id), "s:"+ownIDPrefix)
+}
+
+// reparse parses a frame the broker has already parsed once, into a copy it
+// keeps beyond the reader's next call.
+func reparse(raw []byte) *jsonrpc.Message {
+	m, err := jsonrpc.Parse(clone(raw))
+	if err != nil {
+		panic("session: a parsed frame no longer parses: " + err.Error())
+	}
+	return m
+}
