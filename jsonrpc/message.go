@@ -85,8 +85,14 @@ const maxDepth = 10000
 func Parse(frame []byte) (*Message, error) {
 	m := &Message{Raw: frame}
 	inv := &InvalidError{}
+	idAmbiguous := false
 	fail := func(reason string, args ...any) (*Message, error) {
 		inv.Reason = fmt.Sprintf(reason, args...)
+		if inv.ID == nil && !idAmbiguous {
+			// The id may come after the member that was refused.
+			h := ParseHead(frame)
+			inv.ID, inv.HasMethod = h.ID, inv.HasMethod || h.HasMethod
+		}
 		return nil, inv
 	}
 	s := scanner{data: frame}
@@ -139,6 +145,7 @@ func Parse(frame []byte) (*Message, error) {
 			}
 		case "id":
 			if seenID {
+				inv.ID, idAmbiguous = nil, true
 				return dup()
 			}
 			seenID = true

@@ -1,0 +1,202 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name   string
+		frame  string
+		kind   Kind
+		method string
+		id     string
+	}{
+		{"request", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`, Request, "initialize", "1"},
+		{"string id", `{"jsonrpc":"2.0","id":"a\"b","method":"x"}`, Request, "x", `"a\"b"`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"x"}`, Request, "x", "null"},
+		{"negative fractional id", `{"jsonrpc":"2.0","id":-1.5e3,"method":"x"}`, Request, "x", "-1.5e3"},
+		{"notification", `{"jsonrpc":"2.0","method":"session/update","params":{"a":[1,2,{"b":null}]}}`, Notification, "session/update", ""},
+		{"result", `{"jsonrpc":"2.0","id":7,"result":null}`, Response, "", "7"},
+		{"error", `{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}`, Response, "", "7"},
+		{"key order and spaces", " {\t\"method\" : \"m\" ,\"params\":[] , \"id\":2,\"jsonrpc\":\"2.0\"}\r", Request, "m", "2"},
+		{"unknown members", `{"jsonrpc":"2.0","method":"m","_meta":{"x":1},"future":[true,false]}`, Notification, "m", ""},
+		{"escaped method", `{"jsonrpc":"2.0","method":"session\/update"}`, Notification, "session/update", ""},
+		{"escaped key", `{"jsonrpc":"2.0","\u006dethod":"m"}`, Notification, "m", ""},
+		{"backslashes before quote", `{"jsonrpc":"2.0","method":"m","params":{"s":"a\\\\"}}`, Notification, "m", ""},
+		{"unicode", `{"jsonrpc":"2.0","method":"m","params":{"s":"héllo ✓ \ud83d\ude00"}}`, Notification, "m", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse([]byte(tt.frame))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if m.Kind != tt.kind || m.Method != tt.method || string(m.ID) != tt.id {
+				t.Fatalf("got kind %v method %q id %s", m.Kind, m.Method, m.ID)
+			}
+			if string(m.Raw) != tt.frame {
+				t.Fatal("Raw is not the frame")
+			}
+		})
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	tests := []struct {
+		name, frame string
+		id          string // the id the sender can still be answered with
+	}{
+		{"banner", `Starting agent v1.2...`, ""},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, ""},
+		{"no version", `{"id":1,"method":"x"}`, "1"},
+		{"old version", `{"jsonrpc":"1.0","id":1,"method":"x"}`, "1"},
+		{"duplicate method", `{"jsonrpc":"2.0","method":"session/update","method":"session/request_permission","id":1}`, "1"},
+		{"duplicate id", `{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`, "none"},
+		{"escaped duplicate", `{"jsonrpc":"2.0","method":"a","\u006dethod":"b"}`, ""},
+		{"method not string", `{"jsonrpc":"2.0","id":1,"method":5}`, "1"},
+		{"object id", `{"jsonrpc":"2.0","id":{},"method":"x"}`, ""},
+		{"bool id", `{"jsonrpc":"2.0","id":true,"method":"x"}`, ""},
+		{"result and error", `{"jsonrpc":"2.0","id":1,"result":1,"error":{}}`, "1"},
+		{"method and result", `{"jsonrpc":"2.0","id":1,"method":"x","result":1}`, "1"},
+		{"response without id", `{"jsonrpc":"2.0","result":1}`, ""},
+		{"nothing", `{"jsonrpc":"2.0"}`, ""},
+		{"string params", `{"jsonrpc":"2.0","method":"x","params":"s"}`, ""},
+		{"trailing data", `{"jsonrpc":"2.0","method":"x"} {}`, ""},
+		{"truncated", `{"jsonrpc":"2.0","method":"x","params":{"a":"b`, ""},
+		{"unterminated string", `{"jsonrpc":"2.0","method":"x\"}`, ""},
+		{"bad literal", `{"jsonrpc":"2.0","method":"x","params":[tru]}`, ""},
+		{"bad number", `{"jsonrpc":"2.0","method":"x","params":[1-2]}`, ""},
+		{"missing comma", `{"jsonrpc":"2.0" "method":"x"}`, ""},
+		{"case variant is not the method", `{"jsonrpc":"2.0","Method":"x","id":1}`, ""},
+		{"deep nesting", `{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.frame))
+			inv, ok := err.(*InvalidError)
+			if !ok {
+				t.Fatalf("Parse accepted it (err %v)", err)
+			}
+			if tt.id == "none" && inv.ID != nil {
+				t.Fatalf("answerable with id %s, though the id is ambiguous", inv.ID)
+			}
+			if tt.id != "" && tt.id != "none" && string(inv.ID) != tt.id {
+				t.Fatalf("id = %s, want %s", inv.ID, tt.id)
+			}
+		})
+	}
+}
+
+func TestParseHead(t *testing.T) {
+	h := ParseHead([]byte(`{"jsonrpc":"2.0","id":"r1","method":"session/prompt","params":{"prompt":[{"type":"text","text":"aaaa`))
+	if string(h.ID) != `"r1"` || !h.HasMethod || h.IsResponse {
+		t.Fatalf("request head = %+v", h)
+	}
+	h = ParseHead([]byte(`{"id":9,"jsonrpc":"2.0","result":{"content":"aaaa`))
+	if string(h.ID) != "9" || h.HasMethod || !h.IsResponse {
+		t.Fatalf("response head = %+v", h)
+	}
+	h = ParseHead([]byte(`{"jsonrpc":"2.0","params":{"x":"aaaa`))
+	if h.ID != nil {
+		t.Fatalf("id read from a head that was cut before it: %+v", h)
+	}
+}
+
+func TestFieldAndString(t *testing.T) {
+	obj := json.RawMessage(`{"sessionId":"s1","update":{"content":{"text":"x,\"y\"}"},"sessionUpdate":"agent_message_chunk"}}`)
+	upd, ok := Field(obj, "update")
+	if !ok {
+		t.Fatal("update not found")
+	}
+	if s, ok := String(upd, "sessionUpdate"); !ok || s != "agent_message_chunk" {
+		t.Fatalf("sessionUpdate = %q %v", s, ok)
+	}
+	if _, ok := Field(obj, "missing"); ok {
+		t.Fatal("found a missing key")
+	}
+	if _, ok := String(obj, "update"); ok {
+		t.Fatal("an object read as a string")
+	}
+	if _, ok := Field(json.RawMessage(`[1]`), "a"); ok {
+		t.Fatal("found a key in an array")
+	}
+}
+
+func TestMembers(t *testing.T) {
+	m, err := Members(json.RawMessage(`{"a":1,"b":{"c":[2]},"A_":null}`))
+	if err != nil || len(m) != 3 || string(m["b"]) != `{"c":[2]}` {
+		t.Fatalf("Members = %v, %v", m, err)
+	}
+	for _, bad := range []string{`{"kind":"read","kind":"execute"}`, `{"kind":"read","Kind":"execute"}`, `{"a":1}x`, `[]`, `{"a":}`} {
+		if _, err := Members(json.RawMessage(bad)); err == nil {
+			t.Errorf("Members(%s) accepted it", bad)
+		}
+	}
+}
+
+func TestIDKey(t *testing.T) {
+	if IDKey(json.RawMessage(`"a\u0062"`)) != IDKey(json.RawMessage(`"ab"`)) {
+		t.Error("escaped and plain string ids differ")
+	}
+	if IDKey(json.RawMessage(`"1"`)) == IDKey(json.RawMessage(`1`)) {
+		t.Error("string and number ids collide")
+	}
+}
+
+// FuzzParse checks that no input panics the envelope reader, and that on
+// every input a standard JSON decoder accepts, the broker reads the same
+// method and id as that decoder: a peer can never see a different message
+// than the broker judged.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"outcome":{"outcome":"cancelled"}}}`,
+		`{"jsonrpc":"2.0","method":"a","method":"b"}`,
+		`{"jsonrpc":"2.0","\u006dethod":"m","id":null}`,
+		`[1,2]`, `banner`, `{"a":"\\"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse(data)
+		_ = ParseHead(data)
+		_, _ = Members(data)
+		_, _ = Field(data, "method")
+		if err != nil || !json.Valid(data) {
+			return
+		}
+		var env struct {
+			Method *string          `json:"method"`
+			ID     *json.RawMessage `json:"id"`
+		}
+		// Parse refuses duplicate envelope keys, so the standard decoder's
+		// last-wins rule and exact-case matching agree with it here, except
+		// that encoding/json also matches keys case-insensitively.
+		var members map[string]json.RawMessage
+		if json.Unmarshal(data, &members) != nil {
+			t.Fatalf("Parse accepted a non-object: %q", data)
+		}
+		for k := range members {
+			if k != "method" && k != "id" && (strings.EqualFold(k, "method") || strings.EqualFold(k, "id")) {
+				return
+			}
+		}
+		if err := json.Unmarshal(data, &env); err != nil {
+			return
+		}
+		if (env.Method != nil) != (m.Kind == Request || m.Kind == Notification) {
+			t.Fatalf("method presence differs: %q", data)
+		}
+		if env.Method != nil && *env.Method != m.Method {
+			t.Fatalf("method %q, decoder saw %q", m.Method, *env.Method)
+		}
+		// A JSON null leaves the decoder's pointer nil.
+		if (env.ID != nil) != (m.ID != nil && string(m.ID) != "null") {
+			t.Fatalf("id presence differs: %q", data)
+		}
+	})
+}
