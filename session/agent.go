@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -21,8 +22,11 @@ type AgentNotFoundError struct {
 }
 
 func (e *AgentNotFoundError) Error() string {
-	if e.NotExecutable {
+	switch {
+	case e.NotExecutable:
 		return fmt.Sprintf("agent %q is not an executable file", e.Name)
+	case strings.Contains(e.Name, "/"):
+		return fmt.Sprintf("agent %q not found", e.Name)
 	}
 	return fmt.Sprintf("agent %q not found on PATH", e.Name)
 }
@@ -33,7 +37,11 @@ func (e *AgentNotFoundError) Unwrap() error { return e.Err }
 func LookAgent(name string) (string, error) {
 	path, err := exec.LookPath(name)
 	if err != nil {
-		return "", &AgentNotFoundError{Name: name, NotExecutable: errors.Is(err, fs.ErrPermission), Err: err}
+		// A name with a slash is a path, not searched on PATH: if it exists,
+		// it is the wrong kind of file (a directory, no execute bit).
+		_, statErr := os.Stat(name)
+		notExec := errors.Is(err, fs.ErrPermission) || (strings.Contains(name, "/") && statErr == nil)
+		return "", &AgentNotFoundError{Name: name, NotExecutable: notExec, Err: err}
 	}
 	return path, nil
 }

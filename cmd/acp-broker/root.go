@@ -132,18 +132,17 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		return userError(2, "no agent command given",
 			"put the agent's command after the flags: acp-broker [flags] -- AGENT [ARGS...]")
 	}
+	level, err := parseLevel(opts.logLevel)
+	if err != nil {
+		return userError(2, err.Error(), "use one of: debug, info, warn, error")
+	}
 	path, err := session.LookAgent(agent[0])
 	if err != nil {
 		var nf *session.AgentNotFoundError
 		if errors.As(err, &nf) && nf.NotExecutable {
-			return userError(126, err.Error(), "check the file's execute permission (chmod +x)")
+			return userError(126, err.Error(), "give the path of an executable file (check its execute permission)")
 		}
 		return userError(127, err.Error(), "install the agent, or give its full path after --")
-	}
-
-	level, err := parseLevel(opts.logLevel)
-	if err != nil {
-		return userError(2, err.Error(), "use one of: debug, info, warn, error")
 	}
 	logOut := session.NewLockedWriter(stderr)
 	var logDest io.Writer = logOut

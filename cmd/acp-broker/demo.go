@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acp-broker/acp-broker/internal/demo"
+)
+
+func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Watch the broker relay a built-in example conversation",
+		Long: `demo shows what acp-broker does, with no agent or API key: a scripted
+editor talks to a built-in example agent through a real acp-broker process,
+and every message that crosses the broker is printed, each way, as a
+readable transcript. The example agent runs no commands; its file requests
+are answered in a temporary directory that is removed at the end.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := demo.Self()
+			if err != nil {
+				return userError(1, err.Error())
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			// A reader that goes away (acp-broker demo | head) must not kill
+			// the demo before it has stopped the broker and removed its
+			// workspace: catching SIGPIPE turns the write into an EPIPE error.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
+
+			_, err = demo.Run(ctx, demo.Options{Self: self, Stdout: stdout, Stderr: stderr})
+			switch {
+			case ctx.Err() != nil && cmd.Context().Err() == nil:
+				return statusError(130) // interrupted: the user knows why
+			case errors.Is(err, syscall.EPIPE):
+				return statusError(141) // as a shell reports a SIGPIPE death
+			case err != nil:
+				return userError(1, "demo: "+err.Error(),
+					"this is a bug in acp-broker; please report it with the output above")
+			}
+			return nil
+		},
+	}
+}
+
+func newExampleAgentCmd(stdin io.Reader, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:    "example-agent",
+		Short:  "Run the demo's scripted example agent on stdin and stdout",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := demo.RunAgent(cmd.Context(), stdin, stdout, cmd.ErrOrStderr()); err != nil {
+				return userError(1, "example-agent: "+err.Error())
+			}
+			return nil
+		},
+	}
+}
