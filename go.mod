@@ -3,11 +3,13 @@ module github.com/acp-broker/acp-broker
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/rogpeppe/go-internal v1.15.0
 	github.com/sourcegraph/jsonrpc2 v0.2.1
 	github.com/spf13/cobra v1.10.2
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -1,10 +1,13 @@
-// Package permission decides the agent's requests that the broker may answer
-// itself: session/request_permission first, and the fs/write_text_file and
-// terminal/create requests as defense in depth.
+// Package permission decides, live, the agent's requests that the broker may
+// answer itself: session/request_permission from the rules and the mode, and
+// fs/write_text_file and terminal/create against deny rules and protected
+// paths as defense in depth. It keeps the rules fresh as their files change
+// and writes the audit log.
 //
-// A policy plugs into the relay through session.Policy. It decides on the
-// merged tool-call view that package session keeps; it never reads or writes
-// the wire itself, and it answers only through the session.Call it was given.
+// It plugs into the relay through session.Policy and decides on the merged
+// tool-call view that package session keeps; it never reads or writes the
+// wire itself, answers only through the session.Call it was given, and
+// leaves what a request means to package rules.
 package permission
 
 import "github.com/acp-broker/acp-broker/session"

@@ -162,10 +162,12 @@ func (c *Call) editorAnswered(m *jsonrpc.Message) {
 	c.state = answered
 	onAnswer := c.onAnswer
 	c.mu.Unlock()
-	c.b.endCall(c)
+	// onAnswer runs before the context ends, so whoever waits on the
+	// context has seen the answer.
 	if onAnswer != nil {
 		onAnswer(m)
 	}
+	c.b.endCall(c)
 	c.b.toAgent("editor->agent", m.Raw)
 }
 

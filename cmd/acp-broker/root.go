@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acp-broker/acp-broker/permission"
+	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
 )
 
@@ -86,6 +89,9 @@ type rootOptions struct {
 	maxMessageSize byteSize
 	shutdownGrace  time.Duration
 	killGrace      time.Duration
+	mode           string
+	configs        []string
+	audit          string
 }
 
 func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -122,8 +128,17 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 	f.Var(&opts.maxMessageSize, "max-message-size", "largest message relayed, e.g. 64MiB; larger ones are refused with an error")
 	f.DurationVar(&opts.shutdownGrace, "shutdown-grace", 5*time.Second, "after the editor closes stdin, how long the agent may take to exit before SIGTERM")
 	f.DurationVar(&opts.killGrace, "kill-grace", 2*time.Second, "after SIGTERM, how long the agent may take to exit before SIGKILL")
+	f.StringVar(&opts.mode, "mode", "", "permission mode: default, accept-edits, plan, dont-ask or bypass (default: the config's mode)")
+	f.StringArrayVar(&opts.configs, "config", nil, "also load this rule file, as part of the user layer (repeatable)")
+	f.StringVar(&opts.audit, "audit", "", `append the audit log to this file, or "off" (default: $XDG_STATE_HOME/acp-broker/audit.jsonl)`)
 
-	cmd.AddCommand(newDemoCmd(stdout, stderr), newExampleAgentCmd(stdin, stdout))
+	cmd.AddCommand(
+		newDemoCmd(stdout, stderr),
+		newExampleAgentCmd(stdin, stdout),
+		newRulesCmd(stdin, stdout, stderr),
+		newTrustCmd(stdout, stderr),
+		newInitCmd(stdout),
+	)
 	return cmd
 }
 
@@ -143,6 +158,9 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 			return userError(126, err.Error(), "give the path of an executable file (check its execute permission)")
 		}
 		return userError(127, err.Error(), "install the agent, or give its full path after --")
+	}
+	if opts.mode != "" && !slices.Contains(rules.Modes, opts.mode) {
+		return userError(2, fmt.Sprintf("unknown mode %q", opts.mode), "use one of: "+strings.Join(rules.Modes, ", "))
 	}
 	logOut := session.NewLockedWriter(stderr)
 	var logDest io.Writer = logOut
@@ -166,6 +184,12 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		trace = tf
 	}
 
+	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
+	if err != nil {
+		return err
+	}
+	defer closeAudit()
+
 	// Catching SIGPIPE, rather than ignoring it (which the agent would inherit),
 	// turns a write to an editor that went away into an EPIPE error instead of
 	// killing the broker before it can stop the agent.
@@ -183,7 +207,7 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		MaxMessageSize: int(opts.maxMessageSize),
 		ShutdownGrace:  opts.shutdownGrace,
 		KillGrace:      opts.killGrace,
-		Policy:         permission.Forward{},
+		Policy:         engine,
 	})
 	if err != nil {
 		return userError(1, err.Error())
@@ -192,6 +216,39 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		return statusError(code)
 	}
 	return nil
+}
+
+// newEngine loads every rule layer (failing on any broken file: nothing
+// falls back to a looser policy) and opens the audit log.
+func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permission.Engine, func(), error) {
+	loc, err := rules.DefaultLocations()
+	if err != nil {
+		return nil, nil, userError(1, err.Error())
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, userError(1, err.Error())
+	}
+	source, warnings, err := permission.NewRuleSource(rules.LoadOptions{Locations: loc, Extra: opts.configs}, cwd, logger)
+	if err != nil {
+		return nil, nil, configError(err)
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+	var audit *permission.Audit
+	switch opts.audit {
+	case "off":
+	case "":
+		audit, err = permission.OpenAudit(filepath.Join(loc.StateDir, "audit.jsonl"))
+	default:
+		audit, err = permission.OpenAudit(opts.audit)
+	}
+	if err != nil {
+		return nil, nil, userError(1, fmt.Sprintf("cannot open the audit log: %v", err), `pass --audit FILE, or --audit off`)
+	}
+	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home}
+	return engine, func() { audit.Close() }, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -1,0 +1,80 @@
+package permission
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Record is one line of the audit log: one intercepted request and what
+// became of it.
+type Record struct {
+	Time       time.Time `json:"time"`
+	Session    string    `json:"session,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
+	Agent      string    `json:"agent"`
+	Method     string    `json:"method"`
+	Kind       string    `json:"kind,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	// Commands are the simple commands, normalised as deny rules see them.
+	Commands []string `json:"commands,omitempty"`
+	Paths    []string `json:"paths,omitempty"`
+	URLs     []string `json:"urls,omitempty"`
+	MCP      string   `json:"mcp,omitempty"`
+	// Decision is allow, deny or ask as decided; for a request the editor
+	// answered, it is what the editor chose.
+	Decision string `json:"decision"`
+	// Source says who decided: "rule", "default", "protected", "mode
+	// <name>", "not understood", "editor", ...
+	Source   string  `json:"source"`
+	Rule     string  `json:"rule,omitempty"` // file:line
+	RuleID   string  `json:"rule_id,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
+	OptionKd string  `json:"option_kind,omitempty"` // its kind
+	Latency  float64 `json:"latency_ms"`
+}
+
+// Audit appends records to a JSONL file, one whole line per write.
+type Audit struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+// OpenAudit opens (creating, mode 0600, in a 0700 directory) the audit log.
+func OpenAudit(path string) (*Audit, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &Audit{w: f}, nil
+}
+
+// Write appends one record. A nil Audit writes nothing.
+func (a *Audit) Write(r Record) error {
+	if a == nil {
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.w.Write(append(b, '\n'))
+	return err
+}
+
+// Close closes the log.
+func (a *Audit) Close() error {
+	if a == nil {
+		return nil
+	}
+	return a.w.Close()
+}

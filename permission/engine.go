@@ -1,0 +1,322 @@
+package permission
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+// Engine decides intercepted requests from the rules: it answers what the
+// rules allow or deny, and forwards to the editor, unchanged, what they ask
+// about or what it cannot read.
+type Engine struct {
+	Rules *RuleSource
+	// Mode overrides the config's mode when not empty.
+	Mode  string
+	Audit *Audit
+	Log   *slog.Logger
+	// Agent names the agent in audit records.
+	Agent string
+	Home  string
+}
+
+// Intercept decides one request on the relay's reader goroutine. A decision
+// is a few microseconds of pure computation, so it is made in line and the
+// agent's message order is kept.
+func (e *Engine) Intercept(c *session.Call) {
+	start := time.Now()
+	switch c.Method {
+	case "session/request_permission":
+		e.permission(c, start)
+	case "fs/write_text_file":
+		e.fsWrite(c, start)
+	case "terminal/create":
+		e.terminal(c, start)
+	default:
+		c.Forward(nil)
+	}
+}
+
+type option struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+type permissionParams struct {
+	SessionID string          `json:"sessionId"`
+	ToolCall  json.RawMessage `json:"toolCall"`
+	Options   []option        `json:"options"`
+}
+
+func (e *Engine) context(c *session.Call, mode string) rules.Context {
+	ctx := rules.Context{Cwd: c.Session.Cwd, Roots: c.Session.AdditionalDirectories, Home: e.Home, Mode: mode}
+	for _, raw := range c.Session.MCPServers {
+		if name, ok := jsonrpc.String(raw, "name"); ok {
+			ctx.MCPServers = append(ctx.MCPServers, name)
+		}
+	}
+	return ctx
+}
+
+// policy returns the rules in force for the call's session, and the mode.
+func (e *Engine) policy(c *session.Call) (*rules.Policy, string, error) {
+	p, err := e.Rules.Policy(c.Session.Cwd)
+	if err != nil {
+		return nil, "", err
+	}
+	mode := e.Mode
+	if mode == "" {
+		mode = p.Mode
+	}
+	if mode == "" {
+		mode = "default"
+	}
+	return p, mode, nil
+}
+
+func (e *Engine) permission(c *session.Call, start time.Time) {
+	rec := Record{Session: c.Session.ID, Method: c.Method}
+	var params permissionParams
+	if err := json.Unmarshal(c.Params, &params); err != nil || len(params.ToolCall) == 0 {
+		e.forward(c, rec, start, "not understood", "the request's params cannot be read")
+		return
+	}
+	p, mode, err := e.policy(c)
+	if err != nil {
+		e.Log.Error("cannot load the rules; asking the editor", "err", err)
+		e.forward(c, rec, start, "config error", err.Error())
+		return
+	}
+	ctx := e.context(c, mode)
+	var req *rules.Request
+	if c.ToolCall != nil {
+		// The merged view: what earlier session/update notifications said
+		// about this tool call, overlaid with the request's own toolCall.
+		req = rules.ReadToolCall(c.ToolCall.Fields, ctx)
+		if c.ToolCall.Ambiguous {
+			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
+		}
+	} else {
+		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
+	}
+	describe(&rec, req)
+	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
+	v := rules.ApplyMode(p.Decide(req), req, mode)
+	fillVerdict(&rec, v)
+
+	var want []string
+	switch v.Decision {
+	case rules.Allow:
+		want = []string{"allow_once"}
+	case rules.Deny:
+		want = []string{"reject_once", "reject_always"}
+	default:
+		e.forward(c, rec, start, v.Source, v.Reason)
+		return
+	}
+	opt, ok := pick(params.Options, want)
+	if !ok {
+		e.forward(c, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")))
+		return
+	}
+	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
+	if c.SelectOption(opt.OptionID) {
+		rec.Latency = ms(time.Since(start))
+		e.write(rec)
+	}
+}
+
+// pick returns the first option of the first wanted kind offered: options
+// are chosen by kind, never by id, since ids differ per agent and version.
+func pick(options []option, kinds []string) (option, bool) {
+	for _, k := range kinds {
+		for _, o := range options {
+			if o.Kind == k {
+				return o, true
+			}
+		}
+	}
+	return option{}, false
+}
+
+// forward sends the request to the editor unchanged and writes the audit
+// record when the editor answers, or when the request ends unanswered.
+func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, reason string) {
+	rec.Decision, rec.Source, rec.Reason = string(rules.Ask), source, reason
+	answered := make(chan Record, 1)
+	c.Forward(func(answer *jsonrpc.Message) {
+		r := rec
+		r.Source, r.Decision = "editor", "answered"
+		if r.Reason != "" {
+			r.Reason = "asked: " + r.Reason
+		}
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		switch {
+		case answer.Error != nil:
+			r.Decision = "error"
+		case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
+			r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
+			if o, ok := optionByID(c, res.Outcome.OptionID); ok {
+				r.OptionKd = o.Kind
+				r.Decision = decisionOf(o.Kind)
+			}
+		}
+		answered <- r
+	})
+	go func() {
+		<-c.Context().Done()
+		var r Record
+		select {
+		case r = <-answered:
+		default:
+			r = rec
+			r.Decision, r.Source = "unanswered", "editor"
+		}
+		r.Latency = ms(time.Since(start))
+		e.write(r)
+	}()
+}
+
+func optionByID(c *session.Call, id string) (option, bool) {
+	var params permissionParams
+	if json.Unmarshal(c.Params, &params) != nil {
+		return option{}, false
+	}
+	for _, o := range params.Options {
+		if o.OptionID == id {
+			return o, true
+		}
+	}
+	return option{}, false
+}
+
+func decisionOf(kind string) string {
+	if strings.HasPrefix(kind, "allow") {
+		return string(rules.Allow)
+	}
+	return string(rules.Deny)
+}
+
+// fsWrite checks a write the agent asks the editor to make against deny
+// rules and protected paths: defense in depth for agents that decide
+// themselves whether to ask.
+func (e *Engine) fsWrite(c *session.Call, start time.Time) {
+	var params struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(c.Params, &params); err != nil || params.Path == "" {
+		c.Forward(nil) // the editor will refuse a malformed request itself
+		return
+	}
+	input, _ := json.Marshal(map[string]string{"file_path": params.Path})
+	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"edit"`), "rawInput": input})
+}
+
+// terminal checks a terminal the agent asks the editor to start.
+func (e *Engine) terminal(c *session.Call, start time.Time) {
+	var params struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+		Cwd     string   `json:"cwd"`
+	}
+	if err := json.Unmarshal(c.Params, &params); err != nil || params.Command == "" {
+		c.Forward(nil)
+		return
+	}
+	input := map[string]any{"command": append([]string{params.Command}, params.Args...)}
+	if params.Cwd != "" {
+		input["cwd"] = params.Cwd
+	}
+	raw, _ := json.Marshal(input)
+	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": raw})
+}
+
+// defend refuses a request that a deny rule or a protected path forbids,
+// and forwards everything else: the editor performs it as before.
+func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage) {
+	rec := Record{Session: c.Session.ID, Method: c.Method}
+	p, mode, err := e.policy(c)
+	if err != nil {
+		e.Log.Error("cannot load the rules; refusing", "method", c.Method, "err", err)
+		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "config error", err.Error()
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker: the rules cannot be loaded, so this is refused: "+err.Error())
+		rec.Latency = ms(time.Since(start))
+		e.write(rec)
+		return
+	}
+	req := rules.ReadToolCall(fields, e.context(c, mode))
+	describe(&rec, req)
+	v := p.Decide(req)
+	reason, protected := p.Protected(req)
+	switch {
+	case v.Decision == rules.Deny:
+		fillVerdict(&rec, v)
+		c.RespondError(jsonrpc.CodeServerError, fmt.Sprintf("acp-broker denied this: rule %s: %s", ruleName(v.Rule), v.Reason))
+	case protected:
+		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "protected", reason
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+reason)
+	default:
+		rec.Decision, rec.Source = "forwarded", "no deny rule"
+		c.Forward(nil)
+	}
+	rec.Latency = ms(time.Since(start))
+	e.write(rec)
+}
+
+func ruleName(r *rules.Rule) string {
+	if r == nil {
+		return "?"
+	}
+	if r.ID != "" {
+		return fmt.Sprintf("%s (%s)", r.ID, r.Where())
+	}
+	return r.Where()
+}
+
+// describe fills what a request does into its audit record.
+func describe(rec *Record, req *rules.Request) {
+	rec.Kind, rec.Title = req.Kind, req.Title
+	if req.Script != nil {
+		for _, c := range req.Script.Commands {
+			rec.Commands = append(rec.Commands, strings.Join(c.Normalized(), " "))
+		}
+	}
+	for _, p := range req.Paths {
+		rec.Paths = append(rec.Paths, p.Abs)
+	}
+	for _, u := range req.URLs {
+		rec.URLs = append(rec.URLs, u.Raw)
+	}
+	if req.MCP != nil {
+		rec.MCP = req.MCP.String()
+	}
+}
+
+func fillVerdict(rec *Record, v rules.Verdict) {
+	rec.Decision, rec.Source, rec.Reason = string(v.Decision), v.Source, v.Reason
+	if v.Rule != nil {
+		rec.Rule, rec.RuleID = v.Rule.Where(), v.Rule.ID
+	}
+}
+
+func (e *Engine) write(r Record) {
+	r.Time = time.Now().UTC()
+	r.Agent = e.Agent
+	if err := e.Audit.Write(r); err != nil {
+		e.Log.Error("cannot write the audit log", "err", err)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

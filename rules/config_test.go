@@ -1,0 +1,158 @@
+package rules
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseRejectsWithPositionAndHint(t *testing.T) {
+	tests := []struct {
+		name      string
+		src       string
+		where     string // file:line:col
+		msg, hint string
+	}{
+		{"unknown rule key", "[[rule]]\ndecision = \"deny\"\n  comand = \"git push\"\n", "rules.toml:3:3", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
+		{"unknown key in second rule", "[[rule]]\ndecision = \"allow\"\nkind = \"read\"\n\n[[rule]]\ndecision = \"deny\"\npth = \"/etc/**\"\n", "rules.toml:7:1", `unknown key "pth"`, `did you mean "path"?`},
+		{"unknown top key", "mode = \"plan\"\nread_onyl = \"ask\"\n", "rules.toml:2:1", `unknown key "read_onyl"`, `did you mean "read_only"?`},
+		{"bad decision", "[[rule]]\ndecision = \"alow\"\nkind = \"read\"\n", "rules.toml:2:1", `decision "alow" is not one of`, `did you mean "allow"?`},
+		{"wrong type", "[[rule]]\ndecision = \"deny\"\ncommand = 5\n", "rules.toml:3:1", "command must be a string or a list of strings, not a number", `write it as command = "..."`},
+		{"wrong element type", "[[rule]]\ndecision = \"deny\"\npath = [\"/a\", 3]\n", "rules.toml:3:1", "path[1] is a number", "every element must be a string"},
+		{"bad glob", "[[rule]]\ndecision = \"deny\"\ntool = \"mcp__[x\"\n", "rules.toml:3:1", "unclosed '['", ""},
+		{"bad regex", "[[rule]]\ndecision = \"deny\"\ncommand_regex = \"git (push\"\n", "rules.toml:3:1", "missing closing )", "RE2"},
+		{"unanchored path", "[[rule]]\ndecision = \"deny\"\npath = \"src/**\"\n", "rules.toml:3:1", `path pattern "src/**" has no anchor`, "start a path pattern with /, ~/, ./"},
+		{"unknown kind", "[[rule]]\ndecision = \"allow\"\nkind = \"reed\"\n", "rules.toml:3:1", `unknown kind "reed"`, `did you mean "read"?`},
+		{"no decision", "\n[[rule]]\nkind = \"read\"\n", "rules.toml:2:1", "rule has no decision", "decision ="},
+		{"matches nothing", "[[rule]]\ndecision = \"allow\"\nreason = \"x\"\n", "rules.toml:1:1", "rule matches nothing in particular", ""},
+		{"bare star command", "[[rule]]\ndecision = \"allow\"\ncommand = \"*\"\n", "rules.toml:3:1", "matches every command", ""},
+		{"mcp without slash", "[[rule]]\ndecision = \"allow\"\nmcp = \"github\"\n", "rules.toml:3:1", "has no '/'", "github/get_issue"},
+		{"url without scheme", "[[rule]]\ndecision = \"allow\"\nurl = \"example.com/*\"\n", "rules.toml:3:1", "needs a scheme", "domain:example.com"},
+		{"unlock on deny", "[[rule]]\ndecision = \"deny\"\npath = \"~/.ssh/**\"\nunlock_protected = true\n", "rules.toml:1:1", "only makes sense on an allow rule", ""},
+		{"syntax error", "[[rule]]\ndecision = \"allow\n", "rules.toml:2:", "", ""},
+		{"unknown mcp key", "[mcp.github]\nread_only = [\"x\"]\n", "rules.toml:2:1", `unknown key "read_only" in [mcp.github]`, `did you mean "read_only_tools"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("rules.toml", User, tt.src)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want a ConfigError", err)
+			}
+			if !strings.HasPrefix(ce.Error(), tt.where) {
+				t.Errorf("error %q does not start with %q", ce.Error(), tt.where)
+			}
+			if !strings.Contains(ce.Msg, tt.msg) {
+				t.Errorf("message %q does not contain %q", ce.Msg, tt.msg)
+			}
+			if !strings.Contains(ce.Hint, tt.hint) {
+				t.Errorf("hint %q does not contain %q", ce.Hint, tt.hint)
+			}
+		})
+	}
+}
+
+func TestProjectFileCannotUnlockProtectedPaths(t *testing.T) {
+	src := "[[rule]]\ndecision = \"allow\"\npath = \"~/.ssh/**\"\nunlock_protected = true\n"
+	if _, err := Parse(".acp-broker.toml", Project, src); err == nil || !strings.Contains(err.Error(), "a project file cannot unlock protected paths") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Parse("config.toml", User, src); err != nil {
+		t.Fatalf("user layer: %v", err)
+	}
+}
+
+func TestParseReadsEveryMatcherAsStringOrList(t *testing.T) {
+	f, err := Parse("rules.toml", User, `
+mode = "accept-edits"
+remember = "session"
+read_only = "ask"
+
+[[rule]]
+id = "r1"
+decision = "allow"
+reason = "why"
+kind = "read"
+tool = ["Read", "mcp__github__*"]
+mcp = "github/get_*"
+command = ["git status", "npm run *"]
+command_regex = "make [a-z]+"
+path = ["./**", "/tmp/**", "~/notes/**", "**/*.md"]
+url = ["https://go.dev/*", "domain:example.com"]
+title = "Fetch *"
+modes = ["default", "plan"]
+examples = ["git status", {kind = "read", locations = [{path = "./README.md"}]}]
+counterexamples = "git push"
+
+[mcp.github]
+read_only_tools = ["get_*", "list_*"]
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Mode != "accept-edits" || f.Remember != "session" || f.ReadOnly != "ask" {
+		t.Errorf("settings = %q %q %q", f.Mode, f.Remember, f.ReadOnly)
+	}
+	r := f.Rules[0]
+	if r.ID != "r1" || r.Line != 6 || len(r.Tools) != 2 || len(r.MCP) != 1 || len(r.Commands) != 2 || len(r.CommandRegex) != 1 ||
+		len(r.Paths) != 4 || len(r.URLs) != 2 || len(r.Titles) != 1 || len(r.Modes) != 2 || len(r.Examples) != 2 || len(r.Counterexamples) != 1 {
+		t.Errorf("rule = %+v", r)
+	}
+	if r.Examples[1].ToolCall == nil || string(r.Examples[1].ToolCall["kind"]) != `"read"` {
+		t.Errorf("table example = %+v", r.Examples[1])
+	}
+	if len(f.MCP["github"].ReadOnlyTools) != 2 {
+		t.Errorf("mcp = %+v", f.MCP)
+	}
+}
+
+func TestStarterConfigParsesAndItsExamplesPass(t *testing.T) {
+	f, err := Parse("config.toml", User, StarterConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPolicy([]*File{f}, "/home/u", nil)
+	failures, ran := p.CheckExamples(Context{Cwd: "/work/repo", Home: "/home/u"})
+	if len(failures) != 0 || ran == 0 {
+		t.Fatalf("ran %d examples, failures: %v", ran, failures)
+	}
+}
+
+func TestCommandPatterns(t *testing.T) {
+	tests := []struct {
+		pattern string
+		argv    string
+		want    bool
+	}{
+		{"git status", "git status", true},
+		{"git status", "git status -s", false},
+		{"git diff *", "git diff", true},
+		{"git diff *", "git diff --stat HEAD~1", true},
+		{"git diff *", "git diffx", false},
+		{"npm run test*", "npm run test:unit", true},
+		{"npm run test*", "npm run test:unit extra", false},
+		{"git commit -m *", "git commit -m msg --amend", true},
+		{"ls ?", "ls a", true},
+		{"ls ?", "ls ab", false},
+		{"rm [ab].txt", "rm a.txt", true},
+		{"rm [!ab].txt", "rm a.txt", false},
+		{`echo "*"`, "echo *", true},
+		{`echo "*"`, "echo x", false},
+		{`echo '*' *`, "echo * x y", true},
+		{`ls 'my dir'`, "ls|my dir", true},
+		{`ls my\ dir`, "ls|my dir", true},
+	}
+	for _, tt := range tests {
+		p, err := compileCommandPattern(tt.pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.pattern, err)
+		}
+		sep := " "
+		if strings.Contains(tt.argv, "|") {
+			sep = "|"
+		}
+		if got := p.match(strings.Split(tt.argv, sep)); got != tt.want {
+			t.Errorf("%q matches %q = %v, want %v", tt.pattern, tt.argv, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,14 @@
+// Package rules owns the rule language: reading the TOML rule files of every
+// layer, reading a permission request into the actions it would take (each
+// simple command, each path, each URL, each MCP tool), and deciding it.
+//
+// It is pure policy. It never touches the wire, never runs a command or a
+// shell (commands are parsed, not executed), and reads the file system only
+// to load rule files and to resolve symbolic links in the paths it judges.
+//
+// The engine's promise is that nothing is allowed unless everything it
+// carries is: a request is allowed only when every one of its actions is
+// allowed by a rule or a safe default, it is denied when any one is denied,
+// and anything the engine cannot see through or does not understand is never
+// allowed, whatever the rules say.
+package rules

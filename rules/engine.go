@@ -1,0 +1,511 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Policy is every layer's rules and settings, ready to decide requests.
+type Policy struct {
+	Files []*File
+	// Rules are the rules that apply, managed first, then user, then
+	// project; Inactive ones (an untrusted project's allow rules) are kept
+	// for listing but never match.
+	Rules []*Rule
+	// ReadOnly is the effective read_only setting: "ask" if any layer asks
+	// for it, since asking is never a loosening.
+	ReadOnly  string
+	Mode      string
+	Remember  string
+	mcpRO     map[string][]*glob
+	protected *protectedPaths
+	home      string
+
+	// byProgram indexes rules by the literal program of their command
+	// patterns; other rules are checked for every command.
+	byProgram map[string][]*Rule
+	anyCmd    []*Rule
+	nonCmd    []*Rule
+}
+
+// NewPolicy combines parsed files. home is the user's home directory and
+// brokerFiles the broker's own config, trust and state locations, which are
+// protected paths.
+func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
+	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, home: home, byProgram: map[string][]*Rule{}}
+	order := []Layer{Managed, User, Project}
+	for _, layer := range order {
+		for _, f := range files {
+			if f.Layer != layer {
+				continue
+			}
+			for _, r := range f.Rules {
+				r.Inactive = f.Layer == Project && !f.Trusted && r.Decision == Allow
+				p.Rules = append(p.Rules, r)
+			}
+			if f.ReadOnly == "ask" {
+				p.ReadOnly = "ask"
+			}
+			if !f.loosens() {
+				continue
+			}
+			for name, s := range f.MCP {
+				p.mcpRO[name] = append(p.mcpRO[name], s.ReadOnlyTools...)
+			}
+			if f.Remember != "" && p.Remember == "" {
+				p.Remember = f.Remember
+			}
+			if f.Mode != "" && p.Mode == "" {
+				p.Mode = f.Mode
+			}
+		}
+	}
+	p.protected = newProtectedPaths(home, brokerFiles)
+	for _, r := range p.Rules {
+		if r.Inactive {
+			continue
+		}
+		indexed := len(r.Commands) > 0 && len(r.CommandRegex) == 0
+		var programs []string
+		for _, c := range r.Commands {
+			prog, ok := c.program()
+			if !ok {
+				indexed = false
+				break
+			}
+			programs = append(programs, prog)
+		}
+		switch {
+		case indexed:
+			for _, prog := range slices.Compact(slices.Sorted(slices.Values(programs))) {
+				p.byProgram[prog] = append(p.byProgram[prog], r)
+			}
+		case len(r.Commands) > 0 || len(r.CommandRegex) > 0 || !r.hasActionMatcher():
+			p.anyCmd = append(p.anyCmd, r)
+		}
+		if !(len(r.Commands) > 0 || len(r.CommandRegex) > 0) || len(r.Paths)+len(r.URLs)+len(r.MCP) > 0 {
+			p.nonCmd = append(p.nonCmd, r)
+		}
+	}
+	return p
+}
+
+// loosens reports whether a file's loosening content applies: any file but
+// an untrusted project file.
+func (f *File) loosens() bool { return f.Layer != Project || f.Trusted }
+
+// Verdict is the engine's decision on a request, with why.
+type Verdict struct {
+	Decision Decision
+	// Source is "rule", "default", "protected", "not understood",
+	// "not see-through" or "conflict".
+	Source string
+	Rule   *Rule // the deciding rule, when a rule decided
+	Reason string
+	Parts  []PartVerdict
+}
+
+// PartVerdict is the decision on one action of a request.
+type PartVerdict struct {
+	Action   string // "command: git push", "write: /repo/x", ...
+	Decision Decision
+	Source   string
+	Rule     *Rule
+	Reason   string
+
+	act action
+}
+
+type actionKind int
+
+const (
+	actCommand actionKind = iota
+	actPath
+	actURL
+	actMCP
+	actTool
+)
+
+type action struct {
+	kind actionKind
+	cmd  *SimpleCommand
+	path *PathAccess
+	url  *URLAccess
+}
+
+func (a action) String() string {
+	switch a.kind {
+	case actCommand:
+		return "command: " + strings.Join(a.cmd.Argv, " ")
+	case actPath:
+		if a.path.Write {
+			return "write: " + a.path.Abs
+		}
+		return "read: " + a.path.Abs
+	case actURL:
+		return "fetch: " + a.url.Raw
+	case actMCP:
+		return "mcp tool"
+	}
+	return "tool"
+}
+
+// actions lists everything a request would do. A request that carries none
+// of commands, paths, URLs or an MCP tool is one "tool" action.
+func (req *Request) actions() []action {
+	var acts []action
+	if req.Script != nil {
+		for i := range req.Script.Commands {
+			acts = append(acts, action{kind: actCommand, cmd: &req.Script.Commands[i]})
+		}
+	}
+	for i := range req.Paths {
+		acts = append(acts, action{kind: actPath, path: &req.Paths[i]})
+	}
+	for i := range req.URLs {
+		acts = append(acts, action{kind: actURL, url: &req.URLs[i]})
+	}
+	if req.MCP != nil {
+		acts = append(acts, action{kind: actMCP})
+	}
+	if len(acts) == 0 {
+		acts = append(acts, action{kind: actTool})
+	}
+	return acts
+}
+
+// Decide decides a request: deny if any action is denied, ask if any is
+// asked, allow only if every action is allowed; and never allow a request
+// that is not understood, cannot be seen through, or contradicts itself.
+func (p *Policy) Decide(req *Request) Verdict {
+	var v Verdict
+	for _, a := range req.actions() {
+		pv := p.decideAction(req, a)
+		v.Parts = append(v.Parts, pv)
+		if pv.Decision.rank() > v.Decision.rank() {
+			v.Decision, v.Source, v.Rule, v.Reason = pv.Decision, pv.Source, pv.Rule, pv.Reason
+		}
+	}
+	if req.Script != nil && len(req.Script.Opaque) > 0 {
+		p.capAtAsk(&v, "not see-through", "the command cannot be read: "+strings.Join(req.Script.Opaque, "; "))
+	}
+	if len(req.NotUnderstood) > 0 {
+		p.capAtAsk(&v, "not understood", "the request cannot be read exactly: "+strings.Join(req.NotUnderstood, "; "))
+	}
+	if req.Kind == "switch_mode" {
+		// Leaving plan mode can switch the agent into accepting edits or
+		// bypassing permissions: only a human may agree to that.
+		p.capAtAsk(&v, "switch_mode", "a mode switch always goes to the human")
+	}
+	if len(req.Conflicts) > 0 {
+		p.capAtAsk(&v, "conflict", "the request contradicts itself: "+strings.Join(req.Conflicts, "; "))
+	}
+	return v
+}
+
+// capAtAsk turns an allow into an ask; deny and ask stand.
+func (p *Policy) capAtAsk(v *Verdict, source, reason string) {
+	if v.Decision == Allow {
+		v.Decision, v.Source, v.Rule, v.Reason = Ask, source, nil, reason
+	}
+}
+
+func (p *Policy) decideAction(req *Request, a action) PartVerdict {
+	pv := PartVerdict{Action: a.String(), act: a}
+	if a.kind == actMCP {
+		pv.Action = "mcp: " + req.MCP.String()
+	}
+	var allow, ask *Rule
+	for _, r := range p.candidates(a) {
+		if r.Inactive || !p.requestMatches(r, req) {
+			continue
+		}
+		switch r.Decision {
+		case Deny:
+			if p.covers(r, req, a, true) {
+				pv.Decision, pv.Source, pv.Rule, pv.Reason = Deny, "rule", r, r.Reason
+				return pv
+			}
+		case Ask:
+			if ask == nil && p.covers(r, req, a, true) {
+				ask = r
+			}
+		case Allow:
+			if allow == nil && p.covers(r, req, a, false) {
+				allow = r
+			}
+		}
+	}
+	if ask != nil {
+		pv.Decision, pv.Source, pv.Rule, pv.Reason = Ask, "rule", ask, ask.Reason
+		return pv
+	}
+	if a.kind == actCommand {
+		if n := a.cmd.Normalized(); len(n) > 0 && n[0] == "acp-broker" {
+			// The broker's own CLI trusts project files and edits remembered
+			// answers: an agent running it could grant itself permissions.
+			pv.Decision, pv.Source = Ask, "protected"
+			pv.Reason = "acp-broker's own commands change what agents may do"
+			return pv
+		}
+	}
+	if a.kind == actCommand && len(a.cmd.Opaque) > 0 {
+		pv.Decision, pv.Source = Ask, "not see-through"
+		pv.Reason = "cannot be seen through: " + strings.Join(a.cmd.Opaque, "; ")
+		return pv
+	}
+	if a.kind == actPath {
+		if pat, ok := p.protectedPath(a.path); ok {
+			if allow != nil && allow.UnlockProtected && allow.Layer != Project {
+				pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, "rule", allow, allow.Reason
+				return pv
+			}
+			pv.Decision, pv.Source = Ask, "protected"
+			pv.Reason = fmt.Sprintf("%s is a protected path (%s)", a.path.Abs, pat)
+			return pv
+		}
+	}
+	if allow != nil && a.kind == actCommand {
+		if arg, pat, ok := p.protectedArgument(req, a.cmd); ok {
+			pv.Decision, pv.Source = Ask, "protected"
+			pv.Reason = fmt.Sprintf("argument %q names a protected path (%s)", arg, pat)
+			return pv
+		}
+	}
+	if allow != nil {
+		pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, "rule", allow, allow.Reason
+		return pv
+	}
+	pv.Decision, pv.Source = p.defaultFor(req, a), "default"
+	pv.Reason = p.defaultReason(req, a, pv.Decision)
+	return pv
+}
+
+// candidates returns the rules that may cover an action.
+func (p *Policy) candidates(a action) []*Rule {
+	if a.kind != actCommand {
+		return p.nonCmd
+	}
+	literal := ""
+	if len(a.cmd.Argv) > 0 {
+		literal = a.cmd.Argv[0]
+	}
+	normalized := ""
+	if n := a.cmd.Normalized(); len(n) > 0 {
+		normalized = n[0]
+	}
+	out := append([]*Rule(nil), p.byProgram[literal]...)
+	if normalized != literal {
+		out = append(out, p.byProgram[normalized]...)
+	}
+	return append(out, p.anyCmd...)
+}
+
+// protectedArgument finds a command argument that, read as a path, is a
+// protected one, so that an allow rule such as "cat *" does not hand out
+// ~/.ssh/id_rsa, nor a file linked to it. Paths a program finds on its own
+// (grep -r ~) remain a blind spot.
+func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, string, bool) {
+	for _, arg := range c.Argv[min(1, len(c.Argv)):] {
+		candidates := []string{arg}
+		if _, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
+			candidates = append(candidates, value) // --file=~/.aws/credentials
+		}
+		for _, cand := range candidates {
+			abs, ok := absPath(cand, req.ctx.Cwd, p.home)
+			if !ok {
+				continue
+			}
+			pa := PathAccess{Abs: abs, Resolved: resolvePath(abs)}
+			if pat, ok := p.protectedPath(&pa); ok {
+				return arg, pat, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
+	if pat, ok := p.protected.protects(pa.Abs, pa.Write); ok {
+		return pat, true
+	}
+	return p.protected.protects(pa.Resolved, pa.Write)
+}
+
+// requestMatches checks the matchers that describe the whole request.
+func (p *Policy) requestMatches(r *Rule, req *Request) bool {
+	if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, req.Kind) {
+		return false
+	}
+	if len(r.Modes) > 0 && !slices.Contains(r.Modes, modeOrDefault(req.ctx.Mode)) {
+		return false
+	}
+	if len(r.Tools) > 0 && !anyGlob(r.Tools, req.ToolName) {
+		return false
+	}
+	if len(r.Titles) > 0 && !anyGlob(r.Titles, req.Title) {
+		return false
+	}
+	return true
+}
+
+func modeOrDefault(m string) string {
+	if m == "" {
+		return "default"
+	}
+	return m
+}
+
+// covers reports whether a rule whose request matchers match speaks for one
+// action. A deny or ask rule covers every action its matchers fit; an allow
+// rule is held to more: a command is allowed only by a rule that names
+// commands, a written path only by one that names paths, an MCP tool only by
+// one that names MCP tools. A rule that names only kinds, tools or titles can
+// allow reads, fetches and tool calls without content, never a command or a
+// write.
+func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
+	switch a.kind {
+	case actCommand:
+		if len(r.Commands) == 0 && len(r.CommandRegex) == 0 {
+			return deny && !r.hasActionMatcher()
+		}
+		argv := a.cmd.Argv
+		if deny {
+			argv = a.cmd.Normalized()
+		} else if len(a.cmd.Assigns) > 0 {
+			// VAR=x changes what a program does; allow rules match only what
+			// is literally there.
+			return false
+		}
+		return matchCommand(r, argv)
+	case actPath:
+		if len(r.Paths) == 0 {
+			return !r.hasActionMatcher() && (deny || !a.path.Write)
+		}
+		raw := anyPath(r.Paths, a.path.Abs, p.home, req.ctx)
+		resolved := anyPath(r.Paths, a.path.Resolved, p.home, req.ctx)
+		if deny {
+			return raw || resolved
+		}
+		return raw && resolved
+	case actURL:
+		if len(r.URLs) == 0 {
+			return !r.hasActionMatcher()
+		}
+		if a.url.URL == nil {
+			return deny
+		}
+		for _, u := range r.URLs {
+			if u.match(a.url.URL) {
+				return true
+			}
+		}
+		return false
+	case actMCP:
+		if len(r.MCP) == 0 {
+			return !r.hasActionMatcher() && (deny || len(r.Tools) > 0)
+		}
+		return anyGlob(r.MCP, req.MCP.String())
+	}
+	return !r.hasActionMatcher()
+}
+
+func matchCommand(r *Rule, argv []string) bool {
+	for _, c := range r.Commands {
+		if c.match(argv) {
+			return true
+		}
+	}
+	if len(r.CommandRegex) > 0 {
+		joined := strings.Join(argv, " ")
+		for _, re := range r.CommandRegex {
+			if re.MatchString(joined) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyGlob(globs []*glob, s string) bool {
+	for _, g := range globs {
+		if g.match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyPath matches a path against patterns; `./` patterns match the session's
+// working directory and its additional directories.
+func anyPath(patterns []*pathPattern, path, home string, ctx Context) bool {
+	for _, pat := range patterns {
+		if pat.match(path, home, ctx.Cwd) {
+			return true
+		}
+		if pat.anchor == '.' {
+			for _, root := range ctx.Roots {
+				if pat.match(path, home, root) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// readOnlyKinds are the kinds allowed by default, unless read_only = "ask".
+var readOnlyKinds = []string{"read", "search", "think"}
+
+// defaultFor decides an action no rule spoke for: what only reads is
+// allowed (unless read_only = "ask"); commands, writes, fetches and
+// everything else are asked. A command is never read-only by default, and
+// an MCP tool is read-only only when the config says so for that server.
+func (p *Policy) defaultFor(req *Request, a action) Decision {
+	readOnly := Allow
+	if p.ReadOnly == "ask" {
+		readOnly = Ask
+	}
+	switch a.kind {
+	case actCommand, actURL:
+		return Ask
+	case actPath:
+		if a.path.Write || !slices.Contains(readOnlyKinds, req.Kind) {
+			return Ask
+		}
+		return readOnly
+	case actMCP:
+		if anyGlob(p.mcpRO[req.MCP.Server], req.MCP.Tool) {
+			return readOnly
+		}
+		return Ask
+	}
+	if slices.Contains(readOnlyKinds, req.Kind) && req.MCP == nil {
+		return readOnly
+	}
+	return Ask
+}
+
+func (p *Policy) defaultReason(req *Request, a action, d Decision) string {
+	switch {
+	case d == Allow && a.kind == actMCP:
+		return fmt.Sprintf("%s is listed in read_only_tools", req.MCP.String())
+	case d == Allow:
+		return fmt.Sprintf("kind %q only reads", req.Kind)
+	case a.kind == actCommand:
+		return "no rule allows this command"
+	case a.kind == actPath && a.path.Write:
+		return "no rule allows writing here"
+	case a.kind == actURL:
+		return "no rule allows fetching this URL"
+	case a.kind == actMCP:
+		return "no rule allows this MCP tool"
+	case p.ReadOnly == "ask" && slices.Contains(readOnlyKinds, req.Kind):
+		return `read_only = "ask"`
+	}
+	if req.Kind == "" {
+		return "the request names no kind"
+	}
+	return fmt.Sprintf("kind %q changes things; no rule allows it", req.Kind)
+}

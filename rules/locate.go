@@ -1,0 +1,95 @@
+package rules
+
+import (
+	"regexp"
+	"strings"
+)
+
+// locator finds where a key is written in a TOML file, for error messages.
+// The TOML decoder reports positions only for syntax errors, and collapses
+// the keys of all [[rule]] tables into one, so the file's lines are read once
+// here: each table header starts a block, and each `key =` line is filed
+// under its block.
+type locator struct {
+	blocks []block // blocks[0] holds the keys before the first header
+	rules  []int   // index in blocks of each [[rule]], in order
+	tables map[string]int
+}
+
+type block struct {
+	header pos
+	keys   map[string]pos
+}
+
+// pos is a 1-based line and column.
+type pos struct{ line, col int }
+
+var (
+	headerLine = regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_."' -]+?)\s*\]\]?\s*(#.*)?$`)
+	keyLine    = regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=`)
+	pathSep    = regexp.MustCompile(`\s*\.\s*`)
+)
+
+func newLocator(src string) *locator {
+	l := &locator{blocks: []block{{header: pos{1, 1}, keys: map[string]pos{}}}, tables: map[string]int{}}
+	for i, line := range strings.Split(src, "\n") {
+		if m := headerLine.FindStringSubmatchIndex(line); m != nil {
+			name := pathSep.ReplaceAllString(strings.ReplaceAll(line[m[4]:m[5]], `"`, ""), ".")
+			l.blocks = append(l.blocks, block{header: pos{i + 1, m[2] + 1}, keys: map[string]pos{}})
+			idx := len(l.blocks) - 1
+			if line[m[2]:m[3]] == "[[" && name == "rule" {
+				l.rules = append(l.rules, idx)
+			} else if _, seen := l.tables[name]; !seen {
+				l.tables[name] = idx
+			}
+			continue
+		}
+		if m := keyLine.FindStringSubmatchIndex(line); m != nil {
+			key := strings.Trim(line[m[4]:m[5]], `"'`)
+			b := &l.blocks[len(l.blocks)-1]
+			if _, seen := b.keys[key]; !seen {
+				b.keys[key] = pos{i + 1, m[4] + 1}
+			}
+		}
+	}
+	return l
+}
+
+// in returns the position of key in a block, or the block's header.
+func (l *locator) in(idx int, key string) pos {
+	if idx < 0 || idx >= len(l.blocks) {
+		return pos{1, 1}
+	}
+	if p, ok := l.blocks[idx].keys[key]; ok {
+		return p
+	}
+	return l.blocks[idx].header
+}
+
+// topKey locates a key before the first table header.
+func (l *locator) topKey(key string) pos { return l.in(0, key) }
+
+// rule locates the header of the i-th [[rule]].
+func (l *locator) rule(i int) pos {
+	if i < len(l.rules) {
+		return l.blocks[l.rules[i]].header
+	}
+	return pos{1, 1}
+}
+
+// ruleKey locates a key inside the i-th [[rule]].
+func (l *locator) ruleKey(i int, key string) pos {
+	if i >= len(l.rules) {
+		return pos{1, 1}
+	}
+	return l.in(l.rules[i], key)
+}
+
+// tableKey locates a key inside a [a.b] table.
+func (l *locator) tableKey(key string, path ...string) pos {
+	idx, ok := l.tables[strings.Join(path, ".")]
+	if !ok {
+		return pos{1, 1}
+	}
+	return l.in(idx, key)
+}

@@ -1,0 +1,256 @@
+package rules
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// pathPattern is a doublestar glob with an explicit anchor: `/abs/...`,
+// `~/...` (the user's home), `./...` (the session's working directory) or
+// `**/...` (anywhere).
+type pathPattern struct {
+	src    string
+	anchor byte // '/', '~', '.', '*'
+	rest   string
+	// prefix is the literal start of rest, before any wildcard: a path that
+	// does not start with it (after the anchor) cannot match, which is
+	// checked before the glob is.
+	prefix string
+}
+
+func compilePathPattern(src string) (*pathPattern, error) {
+	p := &pathPattern{src: src}
+	switch {
+	case strings.HasPrefix(src, "/"):
+		p.anchor, p.rest = '/', src
+	case src == "~" || strings.HasPrefix(src, "~/"):
+		p.anchor, p.rest = '~', strings.TrimPrefix(strings.TrimPrefix(src, "~"), "/")
+	case src == "." || strings.HasPrefix(src, "./"):
+		p.anchor, p.rest = '.', strings.TrimPrefix(strings.TrimPrefix(src, "."), "/")
+	case strings.HasPrefix(src, "**/"):
+		p.anchor, p.rest = '*', src
+	default:
+		return nil, fmt.Errorf("path pattern %q has no anchor", src)
+	}
+	if !doublestar.ValidatePattern(p.rest) && p.rest != "" {
+		return nil, fmt.Errorf("path pattern %q is not a valid glob", src)
+	}
+	if strings.Contains(p.rest, "..") {
+		return nil, fmt.Errorf("path pattern %q contains '..'", src)
+	}
+	if p.anchor != '*' {
+		p.prefix = p.rest[:strings.IndexAny(p.rest+"*", `*?[{\`)]
+	}
+	return p, nil
+}
+
+// mayMatch is the cheap test before match: the path starts with the
+// pattern's base directory and literal prefix.
+func (p *pathPattern) mayMatch(path, home, cwd string) bool {
+	switch p.anchor {
+	case '~':
+		return home != "" && strings.HasPrefix(path, home) && strings.HasPrefix(strings.TrimPrefix(path[len(home):], "/"), p.prefix)
+	case '.':
+		return cwd != "" && strings.HasPrefix(path, cwd) && strings.HasPrefix(strings.TrimPrefix(path[len(cwd):], "/"), p.prefix)
+	case '/':
+		return strings.HasPrefix(path, p.prefix)
+	}
+	return true
+}
+
+// match reports whether the absolute, clean path matches, with `~` and `.`
+// standing for home and cwd.
+func (p *pathPattern) match(path, home, cwd string) bool {
+	if !p.mayMatch(path, home, cwd) {
+		return false
+	}
+	var pattern string
+	switch p.anchor {
+	case '/', '*':
+		pattern = p.rest
+	case '~':
+		if home == "" {
+			return false
+		}
+		pattern = joinPattern(home, p.rest)
+	case '.':
+		if cwd == "" {
+			return false
+		}
+		pattern = joinPattern(cwd, p.rest)
+	}
+	if p.anchor == '*' {
+		// `**/x` matches x at any depth, the root included.
+		ok, _ := doublestar.Match("/"+pattern, path)
+		return ok
+	}
+	ok, _ := doublestar.Match(pattern, path)
+	return ok
+}
+
+func joinPattern(dir, rest string) string {
+	dir = escapeGlob(filepath.Clean(dir))
+	if rest == "" {
+		return dir
+	}
+	if dir == "/" {
+		return "/" + rest
+	}
+	return dir + "/" + rest
+}
+
+// escapeGlob makes a directory name literal inside a pattern.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '{', '}', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// absPath makes a path absolute against cwd, expanding a leading `~`, and
+// cleans it. It reports false for a relative path with no cwd to anchor it.
+func absPath(p, cwd, home string) (string, bool) {
+	switch {
+	case p == "~" || strings.HasPrefix(p, "~/"):
+		if home == "" {
+			return "", false
+		}
+		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+	case strings.HasPrefix(p, "~"):
+		// ~user: another user's home, which the broker cannot know.
+		return "", false
+	case !filepath.IsAbs(p):
+		if cwd == "" || !filepath.IsAbs(cwd) {
+			return "", false
+		}
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p), true
+}
+
+// maxLinks bounds symbolic-link resolution, as the kernel does.
+const maxLinks = 40
+
+// resolvePath follows symbolic links in an absolute, clean path, component
+// by component with lstat, so a link whose target does not exist (yet) still
+// resolves to that target: writing through a dangling link creates its
+// target. Components that do not exist are kept as they are.
+func resolvePath(p string) string {
+	links := 0
+	resolved := "/"
+	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		if name == "" || name == "." {
+			continue
+		}
+		if name == ".." {
+			resolved = filepath.Dir(resolved)
+			continue
+		}
+		next := filepath.Join(resolved, name)
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			resolved = next
+			if err != nil {
+				// Nothing below a missing component can be a link.
+				return filepath.Clean(filepath.Join(append([]string{resolved}, rest...)...))
+			}
+			continue
+		}
+		links++
+		if links > maxLinks {
+			return filepath.Clean(filepath.Join(append([]string{next}, rest...)...))
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			resolved = next
+			continue
+		}
+		if filepath.IsAbs(target) {
+			resolved = "/"
+		}
+		rest = append(strings.Split(strings.Trim(target, "/"), "/"), rest...)
+	}
+	return resolved
+}
+
+// protectedPaths are never allowed by a default, a mode or a rule that does
+// not name them and unlock them: secrets an agent must not read, history it
+// must not rewrite, and the broker's own configuration and state, so that an
+// agent cannot edit its way to more permissions.
+type protectedPaths struct {
+	readWrite []*pathPattern
+	write     []*pathPattern
+	home      string
+	// markers are substrings every protected path contains; a path with none
+	// of them is passed over without matching every pattern.
+	markers []string
+}
+
+// newProtectedPaths builds the protected set; brokerFiles are the broker's
+// own config, trust and state locations (directories protect everything
+// below them).
+func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
+	pp := &protectedPaths{home: home, markers: []string{".ssh", ".gnupg", ".aws", "gcloud", ".env", ".git", "acp-broker"}}
+	for _, src := range []string{
+		"~/.ssh", "~/.ssh/**", "~/.gnupg", "~/.gnupg/**", "~/.aws", "~/.aws/**",
+		"~/.config/gcloud", "~/.config/gcloud/**",
+		"**/.env", "**/.env.*",
+		"**/.acp-broker.toml",
+	} {
+		p, _ := compilePathPattern(src)
+		pp.readWrite = append(pp.readWrite, p)
+	}
+	for _, f := range brokerFiles {
+		if f == "" || !filepath.IsAbs(f) {
+			continue
+		}
+		pp.markers = append(pp.markers, strings.ToLower(filepath.Base(f)))
+		for _, src := range []string{escapeGlob(filepath.Clean(f)), escapeGlob(filepath.Clean(f)) + "/**"} {
+			if p, err := compilePathPattern(strings.ToLower(src)); err == nil {
+				pp.readWrite = append(pp.readWrite, p)
+			}
+		}
+	}
+	for _, src := range []string{"**/.git", "**/.git/**"} {
+		p, _ := compilePathPattern(src)
+		pp.write = append(pp.write, p)
+	}
+	return pp
+}
+
+// protects reports which protected pattern, if any, covers a path. Names
+// are compared without regard to case: on a case-insensitive file system
+// ~/.SSH is ~/.ssh.
+func (pp *protectedPaths) protects(path string, write bool) (string, bool) {
+	lower := strings.ToLower(path)
+	if !slices.ContainsFunc(pp.markers, func(m string) bool { return strings.Contains(lower, m) }) {
+		return "", false
+	}
+	home := strings.ToLower(pp.home)
+	for _, p := range pp.readWrite {
+		if p.match(lower, home, "") {
+			return p.src, true
+		}
+	}
+	if write {
+		for _, p := range pp.write {
+			if p.match(lower, home, "") {
+				return p.src, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,448 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Context is what the broker knows of the session a request belongs to.
+type Context struct {
+	Cwd   string   // the session's working directory (absolute)
+	Roots []string // additionalDirectories
+	// MCPServers are the names of the MCP servers the editor passed to the
+	// session, used to tell server from tool in names like "github_get_issue".
+	MCPServers []string
+	Home       string // the user's home directory, for ~
+	Mode       string // the broker's permission mode, for rules with modes
+}
+
+// Request is a permission request read into everything it would do.
+type Request struct {
+	Kind     string // the kind the agent claims, "" when absent
+	ToolName string
+	Title    string
+
+	// Script is the shell command the request carries, nil when none.
+	Script        *Script
+	CommandSource string // where the command was read from
+
+	Paths []PathAccess
+	URLs  []URLAccess
+	MCP   *MCPTool
+
+	// NotUnderstood lists what could not be read. Such a request is never
+	// allowed: it goes to the human, unless a deny rule matches what was read.
+	NotUnderstood []string
+	// Conflicts lists where the request's sources disagree (its title and
+	// its input, or two names for its tool). Such a request is never allowed.
+	Conflicts []string
+
+	ctx Context
+}
+
+// PathAccess is one file the request would read or write.
+type PathAccess struct {
+	Given    string // as the agent wrote it
+	Abs      string // absolute and clean
+	Resolved string // Abs with symbolic links followed
+	Write    bool
+	From     string // which field named it
+}
+
+// URLAccess is one URL the request would fetch.
+type URLAccess struct {
+	Raw string
+	URL *url.URL // nil when it does not parse
+}
+
+// MCPTool is the MCP server and tool a request calls.
+type MCPTool struct{ Server, Tool string }
+
+func (m *MCPTool) String() string { return m.Server + "/" + m.Tool }
+
+// ReadToolCall reads a tool call (the merged view of a permission request's
+// toolCall and the session/update notifications about it) into a Request.
+// Decoding is exact: a duplicated key, keys that differ only in case, or a
+// field of the wrong type make the request not understood.
+func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
+	r := &Request{ctx: ctx}
+	for k, v := range fields {
+		if err := checkStrict(v); err != nil {
+			r.notUnderstood("%s: %v", k, err)
+		}
+	}
+	r.Kind = r.stringField(fields, "kind")
+	r.Title = r.stringField(fields, "title")
+	r.readToolName(fields)
+
+	var input map[string]json.RawMessage
+	if raw, ok := fields["rawInput"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &input); err != nil {
+			r.notUnderstood("rawInput is not an object")
+		}
+	}
+	cwd := ctx.Cwd
+	if raw, ok := input["cwd"]; ok {
+		var dir string
+		if json.Unmarshal(raw, &dir) != nil || !filepath.IsAbs(dir) {
+			r.notUnderstood("rawInput.cwd is not an absolute path")
+		} else {
+			// Codex runs the command in the directory it names.
+			cwd = filepath.Clean(dir)
+		}
+	}
+	r.ctx.Cwd = cwd
+
+	r.readCommand(input)
+	r.readPaths(fields, input)
+	r.readURL(input)
+	r.readMCP(input)
+	return r
+}
+
+// ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
+// duplicated top-level key is caught too.
+func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
+	var fields map[string]json.RawMessage
+	strictErr := checkStrict(obj)
+	if err := json.Unmarshal(obj, &fields); err != nil || fields == nil {
+		r := &Request{ctx: ctx}
+		r.notUnderstood("the tool call is not an object")
+		return r
+	}
+	r := ReadToolCall(fields, ctx)
+	if strictErr != nil {
+		r.notUnderstood("the tool call: %v", strictErr)
+	}
+	return r
+}
+
+func (r *Request) notUnderstood(format string, args ...any) {
+	r.NotUnderstood = append(r.NotUnderstood, fmt.Sprintf(format, args...))
+}
+
+func (r *Request) conflict(format string, args ...any) {
+	r.Conflicts = append(r.Conflicts, fmt.Sprintf(format, args...))
+}
+
+func (r *Request) stringField(obj map[string]json.RawMessage, key string) string {
+	raw, ok := obj[key]
+	if !ok || isNull(raw) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		r.notUnderstood("%s is not a string", key)
+	}
+	return s
+}
+
+// readToolName takes the tool's name from the newer `name` field and from
+// Claude Code's _meta.claudeCode.toolName; two different names are a
+// conflict.
+func (r *Request) readToolName(fields map[string]json.RawMessage) {
+	r.ToolName = r.stringField(fields, "name")
+	var meta struct {
+		ClaudeCode struct {
+			ToolName *string `json:"toolName"`
+		} `json:"claudeCode"`
+	}
+	if raw, ok := fields["_meta"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &meta) != nil {
+			r.notUnderstood("_meta is not an object")
+		}
+	}
+	if n := meta.ClaudeCode.ToolName; n != nil {
+		if r.ToolName != "" && r.ToolName != *n {
+			r.conflict("the tool is named both %q and %q", r.ToolName, *n)
+		}
+		if r.ToolName == "" {
+			r.ToolName = *n
+		}
+	}
+}
+
+// readCommand reads the shell command: rawInput.command as a string (Claude
+// Code) or an argv array (Codex), else the title of an execute request
+// (Gemini CLI sends no rawInput: its title is the command).
+func (r *Request) readCommand(input map[string]json.RawMessage) {
+	raw, ok := input["command"]
+	switch {
+	case ok && !isNull(raw):
+		var s string
+		var argv []string
+		switch {
+		case json.Unmarshal(raw, &s) == nil:
+			sc := ParseShell(s)
+			r.Script, r.CommandSource = &sc, "rawInput.command"
+			// Claude Code titles a shell call with the command itself; a
+			// title that is another command is a disagreement.
+			if r.Title != "" && strings.TrimSpace(r.Title) != strings.TrimSpace(s) && r.Kind == "execute" && looksLikeOtherCommand(r.Title, s) {
+				r.conflict("the title %q is not the command %q", r.Title, s)
+			}
+		case json.Unmarshal(raw, &argv) == nil && len(argv) > 0:
+			sc := ParseArgv(argv)
+			r.Script, r.CommandSource = &sc, "rawInput.command (argv)"
+		default:
+			r.notUnderstood("rawInput.command is neither a string nor a list of strings")
+		}
+	case r.Kind == "execute" && r.Title != "":
+		sc := ParseShell(r.Title)
+		r.Script, r.CommandSource = &sc, "title"
+	case r.Kind == "execute":
+		r.notUnderstood("an execute request with no command")
+	}
+}
+
+// looksLikeOtherCommand reports whether a title that differs from the
+// command names a different command (rather than describing this one, as in
+// "Run `git status`").
+func looksLikeOtherCommand(title, command string) bool {
+	return !strings.Contains(title, command)
+}
+
+// writeKinds are the kinds whose paths are written. A path in a request of
+// any other kind than read or search is taken as written too: an unknown
+// access is the more dangerous one.
+var readKinds = []string{"read", "search"}
+
+func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
+	write := !slices.Contains(readKinds, r.Kind)
+	for _, key := range []string{"file_path", "path", "notebook_path"} {
+		if raw, ok := input[key]; ok && !isNull(raw) {
+			var p string
+			if json.Unmarshal(raw, &p) != nil {
+				r.notUnderstood("rawInput.%s is not a string", key)
+				continue
+			}
+			r.addPath(p, write, "rawInput."+key)
+		}
+	}
+	if raw, ok := fields["locations"]; ok && !isNull(raw) {
+		var locs []struct {
+			Path *string `json:"path"`
+		}
+		if json.Unmarshal(raw, &locs) != nil {
+			r.notUnderstood("locations is not a list of locations")
+		}
+		for _, l := range locs {
+			if l.Path == nil {
+				r.notUnderstood("a location has no path")
+				continue
+			}
+			r.addPath(*l.Path, write, "locations")
+		}
+	}
+	if raw, ok := fields["content"]; ok && !isNull(raw) {
+		var content []struct {
+			Type string  `json:"type"`
+			Path *string `json:"path"`
+		}
+		if json.Unmarshal(raw, &content) != nil {
+			r.notUnderstood("content is not a list of content items")
+		}
+		for _, c := range content {
+			if c.Type == "diff" {
+				if c.Path == nil {
+					r.notUnderstood("a diff has no path")
+					continue
+				}
+				// A diff is a write, whatever the request's kind says.
+				r.addPath(*c.Path, true, "diff")
+			}
+		}
+	}
+	// Codex patch approvals list their changes by path; a move names its
+	// destination too.
+	if raw, ok := input["changes"]; ok && !isNull(raw) {
+		var changes map[string]json.RawMessage
+		if json.Unmarshal(raw, &changes) != nil {
+			r.notUnderstood("rawInput.changes is not an object")
+		}
+		for p, change := range changes {
+			r.addPath(p, true, "rawInput.changes")
+			var c struct {
+				MovePath *string `json:"move_path"`
+			}
+			if json.Unmarshal(change, &c) == nil && c.MovePath != nil {
+				r.addPath(*c.MovePath, true, "rawInput.changes.move_path")
+			}
+		}
+	}
+	if r.Script != nil {
+		for _, c := range r.Script.Commands {
+			for _, rd := range c.Redirects {
+				if rd.Static {
+					r.addPath(rd.Target, rd.Write, "redirection")
+				}
+			}
+		}
+	}
+}
+
+func (r *Request) addPath(p string, write bool, from string) {
+	abs, ok := absPath(p, r.ctx.Cwd, r.ctx.Home)
+	if !ok {
+		r.notUnderstood("path %q cannot be made absolute", p)
+		return
+	}
+	for i, have := range r.Paths {
+		if have.Abs == abs {
+			r.Paths[i].Write = have.Write || write
+			return
+		}
+	}
+	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: resolvePath(abs), Write: write, From: from})
+}
+
+// readURL reads the URL a fetch acts on, from rawInput.url or a
+// "Fetch <url>" title; two different URLs are a conflict.
+func (r *Request) readURL(input map[string]json.RawMessage) {
+	var fromInput string
+	if raw, ok := input["url"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &fromInput) != nil {
+			r.notUnderstood("rawInput.url is not a string")
+		}
+	}
+	fromTitle, hasTitleURL := strings.CutPrefix(r.Title, "Fetch ")
+	fromTitle = strings.TrimSpace(fromTitle)
+	hasTitleURL = hasTitleURL && strings.Contains(fromTitle, "://")
+	switch {
+	case fromInput != "" && hasTitleURL && fromTitle != fromInput:
+		r.conflict("the title fetches %q but the input fetches %q", fromTitle, fromInput)
+		r.addURL(fromInput)
+		r.addURL(fromTitle)
+	case fromInput != "":
+		r.addURL(fromInput)
+	case hasTitleURL && r.Kind == "fetch":
+		r.addURL(fromTitle)
+	}
+}
+
+func (r *Request) addURL(raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		r.notUnderstood("url %q does not parse", raw)
+		u = nil
+	} else {
+		u.Scheme = strings.ToLower(u.Scheme)
+		u.Host = strings.ToLower(u.Host)
+	}
+	r.URLs = append(r.URLs, URLAccess{Raw: raw, URL: u})
+}
+
+// readMCP finds the MCP server and tool, whatever the agent's naming:
+// Claude Code's "mcp__server__tool", Codex's rawInput {server, tool} and
+// "Tool: server/tool" title, Gemini CLI's "tool (server MCP Server)" title
+// and "server_tool" names.
+func (r *Request) readMCP(input map[string]json.RawMessage) {
+	var found []MCPTool
+	if s, t, ok := strings.Cut(strings.TrimPrefix(r.ToolName, "mcp__"), "__"); ok && strings.HasPrefix(r.ToolName, "mcp__") && s != "" && t != "" {
+		found = append(found, MCPTool{s, t})
+	}
+	var server, tool string
+	_, hasServer := input["server"]
+	_, hasTool := input["tool"]
+	if hasServer && hasTool {
+		if json.Unmarshal(input["server"], &server) != nil || json.Unmarshal(input["tool"], &tool) != nil {
+			r.notUnderstood("rawInput.server or rawInput.tool is not a string")
+		} else {
+			found = append(found, MCPTool{server, tool})
+		}
+	}
+	if rest, ok := strings.CutPrefix(r.Title, "Tool: "); ok {
+		if s, t, ok := strings.Cut(rest, "/"); ok {
+			found = append(found, MCPTool{strings.TrimSpace(s), strings.TrimSpace(t)})
+		}
+	}
+	if t, s, ok := strings.Cut(r.Title, " ("); ok && strings.HasSuffix(s, " MCP Server)") {
+		found = append(found, MCPTool{strings.TrimSuffix(s, " MCP Server)"), t})
+	}
+	if len(found) == 0 && r.ToolName != "" {
+		for _, s := range r.ctx.MCPServers {
+			if t, ok := strings.CutPrefix(r.ToolName, s+"_"); ok && t != "" {
+				found = append(found, MCPTool{s, t})
+			}
+		}
+	}
+	if len(found) == 0 {
+		return
+	}
+	r.MCP = &found[0]
+	for _, f := range found[1:] {
+		if f != found[0] {
+			r.conflict("the MCP tool is named both %s and %s", found[0].String(), f.String())
+		}
+	}
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// checkStrict walks a JSON value and refuses an object with a duplicated
+// key or keys that differ only in case, at any depth: decoders disagree on
+// which one counts, so the agent could show the user one thing and the
+// broker another.
+func checkStrict(raw json.RawMessage) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type frame struct {
+		object bool
+		keys   map[string]string
+		expect bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				if top != nil && top.object {
+					top.expect = true
+				}
+				stack = append(stack, &frame{object: true, keys: map[string]string{}, expect: true})
+				continue
+			case '[':
+				if top != nil && top.object {
+					top.expect = true
+				}
+				stack = append(stack, &frame{})
+				continue
+			default:
+				stack = stack[:len(stack)-1]
+				continue
+			}
+		case string:
+			if top != nil && top.object && top.expect {
+				folded := strings.ToLower(t)
+				if prev, dup := top.keys[folded]; dup {
+					if prev == t {
+						return fmt.Errorf("duplicate key %q", t)
+					}
+					return fmt.Errorf("keys %q and %q differ only in case", prev, t)
+				}
+				top.keys[folded] = t
+				top.expect = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expect = true
+		}
+	}
+}
