@@ -81,9 +81,16 @@ func (r *Reader) next() ([]byte, error) {
 		chunk, err := r.br.ReadSlice('\n')
 		switch {
 		case err == nil && len(r.gather) == 0:
+			if len(chunk)-1 > r.limit {
+				r.gather = append(r.gather, chunk[:min(len(chunk), headSize)]...)
+				return nil, r.tooLarge(int64(len(chunk) - 1))
+			}
 			return chunk[:len(chunk)-1], nil
 		case err == nil:
 			r.gather = append(r.gather, chunk...)
+			if len(r.gather)-1 > r.limit {
+				return nil, r.tooLarge(int64(len(r.gather) - 1))
+			}
 			return r.gather[:len(r.gather)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			r.gather = append(r.gather, chunk...)

@@ -59,6 +59,18 @@ func TestReaderRefusesOversizedFramesAndGoesOn(t *testing.T) {
 	}
 }
 
+func TestReaderRefusesFramesJustOverTheLimit(t *testing.T) {
+	// Frames that end inside the read buffer are held to the limit too.
+	in := strings.Repeat("a", 100) + "\n" + strings.Repeat("b", 101) + "\n" + strings.Repeat("c", 100+readBufferSize) + "\nok\n"
+	frames, errs := readAll(t, NewReader(strings.NewReader(in), 100))
+	if strings.Join(frames, ",") != strings.Repeat("a", 100)+",<error>,<error>,ok" || len(errs) != 2 {
+		t.Fatalf("frames = %.40q…, errs %v", frames, errs)
+	}
+	if tl := errs[0].(*TooLargeError); tl.Size != 101 {
+		t.Fatalf("size = %d", tl.Size)
+	}
+}
+
 func TestReaderDoesNotKeepAHugeBuffer(t *testing.T) {
 	in := strings.Repeat("y", 4*retainLimit) + "\nsmall\n"
 	r := NewReader(strings.NewReader(in), 8*retainLimit)

@@ -1,0 +1,234 @@
+// Command fakeagent is a puppet ACP agent for the integration tests: a real
+// subprocess whose every byte on stdout and stderr is chosen by the test.
+//
+// It connects to the test over a Unix socket (-ctl) and speaks a line
+// protocol there, one operation byte followed by a payload and '\n':
+//
+// test → agent:
+//
+//	O<line>   write <line>\n to stdout
+//	P<bytes>  write <bytes> to stdout, no newline
+//	W<line>   write <line>\n to stderr
+//	w<bytes>  write <bytes> to stderr, no newline
+//	X<code>   exit with <code>
+//	K<sig>    kill itself with signal number <sig>
+//	G         start two `sleep 300` children, one in its own process group
+//	          and one in a new session (setsid); reply G<pid> <pid>
+//	F<tag>    barrier: reply F<tag> once everything before it is written
+//
+// agent → test:
+//
+//	R<json>   ready: signal handlers are installed; pid, pgid, args, cwd, probe env
+//	I<line>   a line read from stdin, without its '\n'
+//	i<bytes>  a final unterminated piece of stdin
+//	E         stdin reached end of file
+//	S<sig>    a signal arrived (SIGINT, SIGTERM or SIGHUP)
+//	G, F      replies as above
+//
+// Stdout is buffered and flushed whenever the control connection has no
+// further buffered command, so a batch of O commands sent in one write leaves
+// the agent as one burst, as a real agent streaming updates would.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+func main() {
+	ctl := flag.String("ctl", "", "control socket address")
+	onEOF := flag.String("on-eof", "exit", "what to do when stdin ends: exit (status 0) or ignore")
+	onSignal := flag.String("on-signal", "die", "on SIGINT/SIGTERM/SIGHUP: die (by that signal), ignore, or exit:N")
+	flag.Parse()
+	if err := run(*ctl, *onEOF, *onSignal); err != nil {
+		fmt.Fprintf(os.Stderr, "fakeagent: %v\n", err)
+		os.Exit(99)
+	}
+}
+
+type agent struct {
+	ctlMu sync.Mutex
+	ctl   net.Conn
+
+	outMu sync.Mutex
+	out   *bufio.Writer
+}
+
+func (a *agent) report(op byte, payload []byte) {
+	buf := make([]byte, 0, len(payload)+2)
+	buf = append(buf, op)
+	buf = append(buf, payload...)
+	buf = append(buf, '\n')
+	a.ctlMu.Lock()
+	defer a.ctlMu.Unlock()
+	_, _ = a.ctl.Write(buf)
+}
+
+func (a *agent) flush() {
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	_ = a.out.Flush()
+}
+
+func run(ctlAddr, onEOF, onSignal string) error {
+	if ctlAddr == "" {
+		return fmt.Errorf("-ctl is required")
+	}
+	exitOnSignal := -1
+	switch {
+	case onSignal == "die", onSignal == "ignore":
+	case len(onSignal) > 5 && onSignal[:5] == "exit:":
+		n, err := strconv.Atoi(onSignal[5:])
+		if err != nil {
+			return fmt.Errorf("bad -on-signal %q", onSignal)
+		}
+		exitOnSignal = n
+	default:
+		return fmt.Errorf("bad -on-signal %q", onSignal)
+	}
+	if onEOF != "exit" && onEOF != "ignore" {
+		return fmt.Errorf("bad -on-eof %q", onEOF)
+	}
+
+	conn, err := net.Dial("unix", ctlAddr)
+	if err != nil {
+		return err
+	}
+	a := &agent{ctl: conn, out: bufio.NewWriterSize(os.Stdout, 64<<10)}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			sig := s.(syscall.Signal)
+			a.report('S', []byte(strconv.Itoa(int(sig))))
+			switch {
+			case onSignal == "ignore":
+			case exitOnSignal >= 0:
+				a.flush()
+				os.Exit(exitOnSignal)
+			default:
+				a.flush()
+				signal.Reset(sig)
+				_ = syscall.Kill(os.Getpid(), sig)
+			}
+		}
+	}()
+
+	wd, _ := os.Getwd()
+	ready, _ := json.Marshal(map[string]any{
+		"pid":   os.Getpid(),
+		"pgid":  mustPgid(),
+		"args":  flag.Args(),
+		"cwd":   wd,
+		"probe": os.Getenv("FAKEAGENT_PROBE"),
+	})
+	a.report('R', ready)
+
+	go a.readStdin(onEOF == "exit")
+	return a.serve(bufio.NewReaderSize(conn, 64<<10))
+}
+
+func mustPgid() int {
+	pgid, err := syscall.Getpgid(0)
+	if err != nil {
+		return -1
+	}
+	return pgid
+}
+
+// readStdin reports every stdin line to the test, byte for byte.
+func (a *agent) readStdin(exitAtEOF bool) {
+	r := bufio.NewReaderSize(os.Stdin, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			a.report('I', line[:len(line)-1])
+		} else if len(line) > 0 {
+			a.report('i', line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	a.report('E', nil)
+	if exitAtEOF {
+		a.flush()
+		os.Exit(0)
+	}
+}
+
+// serve executes commands from the test until the control connection closes.
+func (a *agent) serve(ctl *bufio.Reader) error {
+	var children []*exec.Cmd
+	for {
+		cmd, err := ctl.ReadBytes('\n')
+		if err != nil {
+			a.flush()
+			if err == io.EOF {
+				// The test went away; do not outlive it.
+				os.Exit(98)
+			}
+			return err
+		}
+		op, arg := cmd[0], cmd[1:len(cmd)-1]
+		if op != 'O' && op != 'P' {
+			a.flush()
+		}
+		switch op {
+		case 'O', 'P':
+			a.outMu.Lock()
+			_, _ = a.out.Write(arg)
+			if op == 'O' {
+				_ = a.out.WriteByte('\n')
+			}
+			if op == 'P' {
+				_ = a.out.Flush()
+			}
+			a.outMu.Unlock()
+		case 'W':
+			_, _ = os.Stderr.Write(append(arg, '\n'))
+		case 'w':
+			_, _ = os.Stderr.Write(arg)
+		case 'X':
+			code, _ := strconv.Atoi(string(arg))
+			os.Exit(code)
+		case 'K':
+			sig, _ := strconv.Atoi(string(arg))
+			signal.Reset(syscall.Signal(sig))
+			_ = syscall.Kill(os.Getpid(), syscall.Signal(sig))
+			select {}
+		case 'G':
+			same := exec.Command("sleep", "300")
+			same.Stderr = os.Stderr
+			other := exec.Command("sleep", "300")
+			other.Stderr = os.Stderr
+			other.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			if err := same.Start(); err != nil {
+				return err
+			}
+			if err := other.Start(); err != nil {
+				return err
+			}
+			children = append(children, same, other)
+			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
+		case 'F':
+			a.report('F', arg)
+		default:
+			return fmt.Errorf("unknown control op %q", op)
+		}
+		if ctl.Buffered() == 0 {
+			a.flush()
+		}
+	}
+}

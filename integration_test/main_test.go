@@ -1,0 +1,88 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Paths of the binaries built once by TestMain.
+var (
+	binDir       string // holds fakeagent and sdkagent, prepended to PATH for the broker
+	homeDir      string // HOME for every process the tests start
+	brokerBin    string
+	fakeAgentBin string
+	sdkAgentBin  string
+)
+
+// waitTimeout bounds every wait in this package: a hang fails the test instead
+// of blocking CI.
+const waitTimeout = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "acpb-it-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	// The broker reads rule files from the user's config directory and
+	// appends an audit log to the state directory: give it an empty home, so
+	// the developer's own rules do not change the results and nothing is
+	// written outside the temporary directory.
+	homeDir = filepath.Join(dir, "home")
+	if err := os.Mkdir(homeDir, 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	brokerBin = filepath.Join(dir, "acp-broker")
+	fakeAgentBin = filepath.Join(dir, "fakeagent")
+	sdkAgentBin = filepath.Join(dir, "sdkagent")
+
+	const module = "github.com/acp-broker/acp-broker"
+	if err := goBuild("-o", dir+string(filepath.Separator),
+		module+"/integration_test/internal/fakeagent",
+		module+"/integration_test/internal/sdkagent"); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: building the fake agents failed:\n%v\n", err)
+		return 1
+	}
+
+	// ACP_BROKER_TEST_BINARY runs the suite against an already-built broker
+	// (a release build, say) instead of building one from this tree.
+	if prebuilt := os.Getenv("ACP_BROKER_TEST_BINARY"); prebuilt != "" {
+		brokerBin = prebuilt
+	} else {
+		args := []string{"-o", brokerBin}
+		if raceEnabled {
+			// A race in the broker fails the tests that provoke it: the race
+			// runtime prints a report on stderr and changes the exit status.
+			args = append(args, "-race")
+		}
+		args = append(args, module+"/cmd/acp-broker")
+		if err := goBuild(args...); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: building acp-broker failed:\n%v\n", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func goBuild(args ...string) error {
+	cmd := exec.Command("go", append([]string{"build"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
