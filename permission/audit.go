@@ -36,6 +36,9 @@ type Record struct {
 	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
 	OptionKd string  `json:"option_kind,omitempty"` // its kind
 	Latency  float64 `json:"latency_ms"`
+	// Remembered lists the entries an "always" answer was remembered as, or
+	// says why it was not.
+	Remembered string `json:"remembered,omitempty"`
 }
 
 // Audit appends records to a JSONL file, one whole line per write.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -24,6 +25,12 @@ type Engine struct {
 	// Agent names the agent in audit records.
 	Agent string
 	Home  string
+	// StateDir holds the remembered answers shared by every broker.
+	StateDir string
+
+	mu sync.Mutex
+	// sessionRules are answers remembered for one session only, by session.
+	sessionRules map[string][]*rules.Rule
 }
 
 // Intercept decides one request on the relay's reader goroutine. A decision
@@ -56,7 +63,10 @@ type permissionParams struct {
 }
 
 func (e *Engine) context(c *session.Call, mode string) rules.Context {
-	ctx := rules.Context{Cwd: c.Session.Cwd, Roots: c.Session.AdditionalDirectories, Home: e.Home, Mode: mode}
+	e.mu.Lock()
+	session := e.sessionRules[c.Session.ID]
+	e.mu.Unlock()
+	ctx := rules.Context{Cwd: c.Session.Cwd, Roots: c.Session.AdditionalDirectories, Home: e.Home, Mode: mode, Session: session}
 	for _, raw := range c.Session.MCPServers {
 		if name, ok := jsonrpc.String(raw, "name"); ok {
 			ctx.MCPServers = append(ctx.MCPServers, name)
@@ -85,13 +95,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
 	var params permissionParams
 	if err := json.Unmarshal(c.Params, &params); err != nil || len(params.ToolCall) == 0 {
-		e.forward(c, rec, start, "not understood", "the request's params cannot be read")
+		e.forward(c, rec, start, "not understood", "the request's params cannot be read", nil)
 		return
 	}
 	p, mode, err := e.policy(c)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
-		e.forward(c, rec, start, "config error", err.Error())
+		e.forward(c, rec, start, "config error", err.Error(), nil)
 		return
 	}
 	ctx := e.context(c, mode)
@@ -118,12 +128,12 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	case rules.Deny:
 		want = []string{"reject_once", "reject_always"}
 	default:
-		e.forward(c, rec, start, v.Source, v.Reason)
+		e.forward(c, rec, start, v.Source, v.Reason, e.rememberer(c, req, p.Remember))
 		return
 	}
 	opt, ok := pick(params.Options, want)
 	if !ok {
-		e.forward(c, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")))
+		e.forward(c, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c, req, p.Remember))
 		return
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
@@ -147,8 +157,9 @@ func pick(options []option, kinds []string) (option, bool) {
 }
 
 // forward sends the request to the editor unchanged and writes the audit
-// record when the editor answers, or when the request ends unanswered.
-func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, reason string) {
+// record when the editor answers, or when the request ends unanswered. An
+// answer of kind allow_always or reject_always goes to remember, if set.
+func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, reason string, remember func(kind string) string) {
 	rec.Decision, rec.Source, rec.Reason = string(rules.Ask), source, reason
 	answered := make(chan Record, 1)
 	c.Forward(func(answer *jsonrpc.Message) {
@@ -171,6 +182,9 @@ func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, r
 			if o, ok := optionByID(c, res.Outcome.OptionID); ok {
 				r.OptionKd = o.Kind
 				r.Decision = decisionOf(o.Kind)
+				if remember != nil && (o.Kind == "allow_always" || o.Kind == "reject_always") {
+					r.Remembered = remember(o.Kind)
+				}
 			}
 		}
 		answered <- r
@@ -187,6 +201,82 @@ func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, r
 		r.Latency = ms(time.Since(start))
 		e.write(r)
 	}()
+}
+
+// rememberer returns what remembers an "always" answer to this request.
+// It runs on the relay's reader goroutine when the editor's answer arrives,
+// before the answer goes on to the agent, so the next request already sees
+// the entry; the store's lock and fsync take a few milliseconds at most.
+//
+// What it remembers:
+// narrow entries derived from it, kept for the session, the project or the
+// user as the config says (default: the project). It returns the entry ids
+// for the audit log, or why nothing was remembered.
+func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) func(kind string) string {
+	return func(kind string) string {
+		decision := rules.Allow
+		if kind == "reject_always" {
+			decision = rules.Deny
+		}
+		entries, why := rules.Derive(req, decision)
+		if len(entries) == 0 {
+			e.Log.Info("not remembering an always answer", "reason", why)
+			return "nothing: " + why
+		}
+		if scope == "" {
+			scope = "project"
+		}
+		if scope == "project" && c.Session.Cwd == "" {
+			scope = "session" // no project to file it under
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		what := req.Title
+		if what == "" && req.Script != nil && len(req.Script.Commands) > 0 {
+			what = strings.Join(req.Script.Commands[0].Argv, " ")
+		}
+		for i := range entries {
+			entries[i].Scope, entries[i].Agent, entries[i].By, entries[i].LearnedAt, entries[i].Request = scope, e.Agent, "editor", now, what
+			switch scope {
+			case "project":
+				entries[i].Project = c.Session.Cwd
+			case "session":
+				entries[i].Session = c.Session.ID
+			}
+		}
+		if scope == "session" {
+			return e.rememberForSession(c.Session.ID, entries)
+		}
+		saved, err := rules.StoreIn(e.StateDir).Add(entries...)
+		if err != nil {
+			e.Log.Error("cannot remember an always answer", "err", err)
+			return "nothing: " + err.Error()
+		}
+		ids := make([]string, len(saved))
+		for i, s := range saved {
+			ids[i] = s.ID
+		}
+		e.Log.Info("remembered an always answer", "scope", scope, "entries", strings.Join(ids, ","))
+		return strings.Join(ids, ",")
+	}
+}
+
+func (e *Engine) rememberForSession(sessionID string, entries []rules.Entry) string {
+	var ids []string
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sessionRules == nil {
+		e.sessionRules = map[string][]*rules.Rule{}
+	}
+	for _, entry := range entries {
+		r, err := rules.SessionRule(entry)
+		if err != nil {
+			e.Log.Error("cannot remember an always answer", "err", err)
+			continue
+		}
+		e.sessionRules[sessionID] = append(e.sessionRules[sessionID], r)
+		ids = append(ids, r.ID)
+	}
+	return strings.Join(ids, ",")
 }
 
 func optionByID(c *session.Call, id string) (option, bool) {

@@ -65,10 +65,10 @@ func NewRuleSource(opts rules.LoadOptions, startDir string, log *slog.Logger) (*
 	return s, l.warnings, nil
 }
 
-// files are the files whose change means reloading: every layer and the
-// trust store.
+// files are the files whose change means reloading: every layer, the trust
+// store and the remembered answers (which other brokers may have written).
 func (s *RuleSource) files(projectDir string) []string {
-	files := []string{s.opts.Managed, s.opts.User, filepath.Join(s.opts.StateDir, "trust.toml")}
+	files := []string{s.opts.Managed, s.opts.User, filepath.Join(s.opts.StateDir, "trust.toml"), rules.StoreIn(s.opts.StateDir).Path}
 	files = append(files, s.opts.Extra...)
 	if projectDir != "" {
 		files = append(files, filepath.Join(projectDir, rules.ProjectFileName))

@@ -88,8 +88,14 @@ type Rule struct {
 	Inactive bool
 }
 
-// Where returns file:line for messages.
-func (r *Rule) Where() string { return fmt.Sprintf("%s:%d", r.File, r.Line) }
+// Where returns file:line for messages, or the entry id of a remembered
+// answer.
+func (r *Rule) Where() string {
+	if r.Layer == Remembered {
+		return "remembered:" + r.ID
+	}
+	return fmt.Sprintf("%s:%d", r.File, r.Line)
+}
 
 // Name returns the rule's id, or its location when it has none.
 func (r *Rule) Name() string {

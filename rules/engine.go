@@ -34,7 +34,7 @@ type Policy struct {
 // protected paths.
 func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, home: home, byProgram: map[string][]*Rule{}}
-	order := []Layer{Managed, User, Project}
+	order := []Layer{Managed, User, Project, Remembered}
 	for _, layer := range order {
 		for _, f := range files {
 			if f.Layer != layer {
@@ -217,14 +217,14 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		pv.Action = "mcp: " + req.MCP.String()
 	}
 	var allow, ask *Rule
-	for _, r := range p.candidates(a) {
+	for _, r := range p.candidates(a, req.ctx.Session) {
 		if r.Inactive || !p.requestMatches(r, req) {
 			continue
 		}
 		switch r.Decision {
 		case Deny:
 			if p.covers(r, req, a, true) {
-				pv.Decision, pv.Source, pv.Rule, pv.Reason = Deny, "rule", r, r.Reason
+				pv.Decision, pv.Source, pv.Rule, pv.Reason = Deny, sourceOf(r), r, r.Reason
 				return pv
 			}
 		case Ask:
@@ -238,7 +238,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		}
 	}
 	if ask != nil {
-		pv.Decision, pv.Source, pv.Rule, pv.Reason = Ask, "rule", ask, ask.Reason
+		pv.Decision, pv.Source, pv.Rule, pv.Reason = Ask, sourceOf(ask), ask, ask.Reason
 		return pv
 	}
 	if a.kind == actCommand {
@@ -257,8 +257,8 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 	}
 	if a.kind == actPath {
 		if pat, ok := p.protectedPath(a.path); ok {
-			if allow != nil && allow.UnlockProtected && allow.Layer != Project {
-				pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, "rule", allow, allow.Reason
+			if allow != nil && allow.UnlockProtected && (allow.Layer == User || allow.Layer == Managed) {
+				pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, sourceOf(allow), allow, allow.Reason
 				return pv
 			}
 			pv.Decision, pv.Source = Ask, "protected"
@@ -274,7 +274,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		}
 	}
 	if allow != nil {
-		pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, "rule", allow, allow.Reason
+		pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, sourceOf(allow), allow, allow.Reason
 		return pv
 	}
 	pv.Decision, pv.Source = p.defaultFor(req, a), "default"
@@ -282,8 +282,27 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 	return pv
 }
 
-// candidates returns the rules that may cover an action.
-func (p *Policy) candidates(a action) []*Rule {
+// sourceOf names who decided through a rule: the rule files, or a
+// remembered answer.
+func sourceOf(r *Rule) string {
+	if r.Layer == Remembered {
+		return "remembered"
+	}
+	return "rule"
+}
+
+// candidates returns the rules that may cover an action: the policy's, by
+// index, and the session's own remembered answers.
+func (p *Policy) candidates(a action, session []*Rule) []*Rule {
+	base := p.indexed(a)
+	if len(session) == 0 {
+		return base
+	}
+	// Clip, so the shared index is never appended to.
+	return append(slices.Clip(base), session...)
+}
+
+func (p *Policy) indexed(a action) []*Rule {
 	if a.kind != actCommand {
 		return p.nonCmd
 	}

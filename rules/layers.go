@@ -122,6 +122,13 @@ func Load(opts LoadOptions) (*Policy, []string, error) {
 			files = append(files, f)
 		}
 	}
+	if opts.StateDir != "" {
+		f, warn := rememberedFile(opts.StateDir, opts.ProjectDir)
+		warnings = append(warnings, warn...)
+		if f != nil {
+			files = append(files, f)
+		}
+	}
 	return NewPolicy(files, opts.Home, opts.brokerFiles(opts.Extra)), warnings, nil
 }
 

@@ -229,7 +229,10 @@ func splitWords(src string) (words []string, quoted [][]bool, err error) {
 type urlPattern struct {
 	src    string
 	domain string
-	glob   *glob
+	// exactHost limits a domain pattern to the host itself, without its
+	// subdomains (remembered answers are that narrow).
+	exactHost bool
+	glob      *glob
 }
 
 func compileURLPattern(src string) (*urlPattern, error) {
@@ -256,7 +259,7 @@ func (p *urlPattern) match(u *url.URL) bool {
 			return false
 		}
 		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-		return host == p.domain || strings.HasSuffix(host, "."+p.domain)
+		return host == p.domain || (!p.exactHost && strings.HasSuffix(host, "."+p.domain))
 	}
 	if u.User != nil && !strings.Contains(p.src, "@") {
 		return false

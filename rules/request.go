@@ -20,6 +20,8 @@ type Context struct {
 	MCPServers []string
 	Home       string // the user's home directory, for ~
 	Mode       string // the broker's permission mode, for rules with modes
+	// Session holds the answers remembered for this session only.
+	Session []*Rule
 }
 
 // Request is a permission request read into everything it would do.

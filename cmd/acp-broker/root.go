@@ -138,6 +138,7 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newRulesCmd(stdin, stdout, stderr),
 		newTrustCmd(stdout, stderr),
 		newInitCmd(stdout),
+		newRememberedCmd(stdout),
 	)
 	return cmd
 }
@@ -247,7 +248,7 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 	if err != nil {
 		return nil, nil, userError(1, fmt.Sprintf("cannot open the audit log: %v", err), `pass --audit FILE, or --audit off`)
 	}
-	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home}
+	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir}
 	return engine, func() { audit.Close() }, nil
 }
 

@@ -81,28 +81,23 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Validate every rule layer and run the rules' examples",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			policy, _, cwd, err := o.load(stderr)
+			policy, loc, cwd, err := o.load(stderr)
 			if err != nil {
 				return err
 			}
 			for _, w := range policy.BlindSpots() {
 				fmt.Fprintf(stderr, "acp-broker: warning: %s\n", w)
 			}
-			loc, _ := rules.DefaultLocations()
 			failures, ran := policy.CheckExamples(rules.Context{Cwd: cwd, Home: loc.Home})
 			for _, f := range failures {
 				fmt.Fprintf(stderr, "acp-broker: error: %s\n", f)
-			}
-			files := make([]string, 0, len(policy.Files))
-			for _, f := range policy.Files {
-				files = append(files, fmt.Sprintf("%s (%s)", f.Path, f.Layer))
 			}
 			if len(failures) > 0 {
 				return userError(1, fmt.Sprintf("%d of %d examples failed", len(failures), ran))
 			}
 			fmt.Fprintf(stdout, "%d rule files, %d rules, %d examples: ok\n", len(policy.Files), len(policy.Rules), ran)
-			for _, f := range files {
-				fmt.Fprintf(stdout, "  %s\n", f)
+			for _, f := range policy.Files {
+				fmt.Fprintf(stdout, "  %s (%s)\n", f.Path, f.Layer)
 			}
 			return nil
 		},
@@ -356,6 +351,9 @@ func printExplain(w io.Writer, v rules.Verdict, effective rules.Decision, note s
 }
 
 func ruleLabel(r *rules.Rule) string {
+	if r.Layer == rules.Remembered {
+		return "remembered answer " + r.ID
+	}
 	if r.ID != "" {
 		return fmt.Sprintf("%s (%s)", r.ID, r.Where())
 	}
