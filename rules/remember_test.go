@@ -109,8 +109,8 @@ command = "curl *"
 		}
 	}
 	check(cmdCall("git push origin feature"), Allow, "remembered")
-	check(cmdCall("make deploy prod"), Ask, "rule")               // a written ask stands
-	check(cmdCall("git push --force origin main"), Deny, "rule")  // a written deny stands
+	check(cmdCall("make deploy prod"), Ask, "rule")              // a written ask stands
+	check(cmdCall("git push --force origin main"), Deny, "rule") // a written deny stands
 	check(`{"kind":"edit","rawInput":{"file_path":"`+project+`/.git/config"}}`, Ask, "protected")
 	check(cmdCall("curl https://example.com"), Deny, "remembered") // a remembered reject is a deny
 	// Another project does not see these answers.
