@@ -29,7 +29,10 @@ type Record struct {
 	Decision string `json:"decision"`
 	// Source says who decided: "rule", "default", "protected", "mode
 	// <name>", "not understood", "editor", ...
-	Source   string  `json:"source"`
+	Source string `json:"source"`
+	// Asked says why a request went to the human: the source that asked
+	// ("default", "rule", "protected", "not understood", ...).
+	Asked    string  `json:"asked,omitempty"`
 	Rule     string  `json:"rule,omitempty"` // file:line
 	RuleID   string  `json:"rule_id,omitempty"`
 	Reason   string  `json:"reason,omitempty"`
@@ -79,5 +82,7 @@ func (a *Audit) Close() error {
 	if a == nil {
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	return a.w.Close()
 }

@@ -31,6 +31,25 @@ type Engine struct {
 	mu sync.Mutex
 	// sessionRules are answers remembered for one session only, by session.
 	sessionRules map[string][]*rules.Rule
+	// unanswered counts forwarded requests whose audit line is not written
+	// yet, so Close can wait for them.
+	unanswered sync.WaitGroup
+}
+
+// Close waits a moment for the audit lines of requests still with the
+// editor (they are written as unanswered once the relay has stopped), then
+// closes the audit log.
+func (e *Engine) Close(wait time.Duration) error {
+	done := make(chan struct{})
+	go func() {
+		e.unanswered.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+	return e.Audit.Close()
 }
 
 // Intercept decides one request on the relay's reader goroutine. A decision
@@ -160,14 +179,12 @@ func pick(options []option, kinds []string) (option, bool) {
 // record when the editor answers, or when the request ends unanswered. An
 // answer of kind allow_always or reject_always goes to remember, if set.
 func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, reason string, remember func(kind string) string) {
-	rec.Decision, rec.Source, rec.Reason = string(rules.Ask), source, reason
+	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
 	answered := make(chan Record, 1)
+	e.unanswered.Add(1)
 	c.Forward(func(answer *jsonrpc.Message) {
 		r := rec
-		r.Source, r.Decision = "editor", "answered"
-		if r.Reason != "" {
-			r.Reason = "asked: " + r.Reason
-		}
+		r.Decision = "answered"
 		var res struct {
 			Outcome struct {
 				Outcome  string `json:"outcome"`
@@ -190,13 +207,14 @@ func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, r
 		answered <- r
 	})
 	go func() {
+		defer e.unanswered.Done()
 		<-c.Context().Done()
 		var r Record
 		select {
 		case r = <-answered:
 		default:
 			r = rec
-			r.Decision, r.Source = "unanswered", "editor"
+			r.Decision = "unanswered"
 		}
 		r.Latency = ms(time.Since(start))
 		e.write(r)

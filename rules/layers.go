@@ -49,7 +49,8 @@ func DefaultLocations() (Locations, error) {
 }
 
 // brokerFiles are the locations an agent must never write or read: the
-// broker's config directories, its state, and extra config files.
+// broker's config directories, its state, and extra config, audit, trace
+// and log files.
 func (l Locations) brokerFiles(extra []string) []string {
 	files := []string{filepath.Dir(l.Managed), filepath.Dir(l.User), l.StateDir}
 	for _, f := range extra {
@@ -65,6 +66,9 @@ type LoadOptions struct {
 	Locations
 	Extra      []string // --config files, part of the user layer
 	ProjectDir string   // the session's working directory; "" for none
+	// Protect lists more of the broker's own files (its audit log, trace and
+	// log file) that agents must not touch.
+	Protect []string
 }
 
 // Load reads every layer and returns the policy and any warnings. A file
@@ -129,7 +133,7 @@ func Load(opts LoadOptions) (*Policy, []string, error) {
 			files = append(files, f)
 		}
 	}
-	return NewPolicy(files, opts.Home, opts.brokerFiles(opts.Extra)), warnings, nil
+	return NewPolicy(files, opts.Home, opts.brokerFiles(append(opts.Extra, opts.Protect...))), warnings, nil
 }
 
 func hasLoosening(f *File) bool {

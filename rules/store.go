@@ -157,5 +157,8 @@ func rememberedFile(stateDir, projectDir string) (*File, []string) {
 		r, _ := e.rule(store.Path) // Load checked every entry
 		f.Rules = append(f.Rules, r)
 	}
+	if len(f.Rules) == 0 {
+		return nil, nil
+	}
 	return f, nil
 }

@@ -15,12 +15,16 @@ import (
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
-		Short: "Watch the broker relay a built-in example conversation",
+		Short: "Watch the broker relay and decide a built-in example conversation",
 		Long: `demo shows what acp-broker does, with no agent or API key: a scripted
-editor talks to a built-in example agent through a real acp-broker process,
-and every message that crosses the broker is printed, each way, as a
-readable transcript. The example agent runs no commands; its file requests
-are answered in a temporary directory that is removed at the end.`,
+editor talks to a built-in example agent through a real acp-broker process
+that has a small rule file of the demo's own. Every message the broker
+handles is printed, each way, as a readable transcript: the requests it
+allowed or denied itself, with the rule and its reason, and the one it
+passed to the editor. Your own rules, trust data and audit log play no
+part. The example agent runs no commands; its file requests are answered
+in a temporary directory that is removed at the end, with the broker's
+rule file, audit log and trace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			self, err := demo.Self()

@@ -3,65 +3,187 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/acp-broker/acp-broker/internal/demo"
 )
 
-// TestDemoBrokerChangesNothing plays the demo's conversation twice, once
-// with the editor talking to the example agent directly and once through a
-// real broker process, and requires the same messages in the same order,
-// byte for byte: the broker, with no rules, must be invisible.
-func TestDemoBrokerChangesNothing(t *testing.T) {
-	// TestMain put this test binary on PATH as acp-broker.
+// TestDemoBrokerDecides plays the demo's conversation twice, once with the
+// editor talking to the example agent directly and once through a real
+// broker process with the demo's rules. The editor must see the direct
+// conversation byte for byte, except the two permission requests the broker
+// decided itself (git status, allowed, and the force push, denied) and their
+// answers. The transcript, read from the broker's trace, must agree with the
+// editor's own pipes on everything the editor saw, and show the decided
+// requests exactly as the agent sent them, each followed by the broker's
+// answer: the same answer the editor gave in the direct run, with the rule
+// and its reason.
+func TestDemoBrokerDecides(t *testing.T) {
+	self := demoSelf(t)
+	ws := t.TempDir()
+	direct := runDemo(t, ws, demo.Options{Direct: true})
+	brokered := runDemo(t, ws, demo.Options{Self: self})
+
+	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_1", "call_2")
+	if len(decided) != 4 {
+		t.Fatalf("the direct run has %d messages about call_1 and call_2, want 2 requests and 2 answers:\n%s", len(decided), lines(decided))
+	}
+	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
+
+	var editorSide, brokerSide []demo.Entry
+	for _, e := range brokered.Entries {
+		if e.From == demo.Broker || e.To == demo.Broker {
+			brokerSide = append(brokerSide, e)
+		} else {
+			editorSide = append(editorSide, e)
+		}
+	}
+	sameMessages(t, "the transcript's messages to and from the editor", brokered.Editor, editorSide)
+
+	want := []struct {
+		from, to demo.Party
+		like     demo.Entry // the direct run's message: the same bytes for a request, the same JSON for an answer
+		note     string
+	}{
+		{demo.Agent, demo.Broker, decided[0], ""},
+		{demo.Broker, demo.Agent, decided[1], "allowed by rule git-status: reading the repository's state is harmless"},
+		{demo.Agent, demo.Broker, decided[2], ""},
+		{demo.Broker, demo.Agent, decided[3], "denied by rule no-force-push: force pushes rewrite shared history"},
+	}
+	if len(brokerSide) != len(want) {
+		t.Fatalf("the transcript has %d messages to or from the broker itself, want %d:\n%s", len(brokerSide), len(want), lines(brokerSide))
+	}
+	for i, w := range want {
+		g := brokerSide[i]
+		same := bytes.Equal(g.Raw, w.like.Raw)
+		if w.from == demo.Broker {
+			same = jsonEqual(g.Raw, w.like.Raw)
+		}
+		if g.From != w.from || g.To != w.to || !same || g.Note != w.note {
+			t.Errorf("broker message %d:\n got %s → %s %s — %s\nwant %s → %s like %s — %s", i+1, g.From, g.To, g.Raw, g.Note, w.from, w.to, w.like.Raw, w.note)
+		}
+	}
+}
+
+// TestDemoBrokerWithoutRulesChangesNothing plays the conversation direct and
+// through a broker with an empty rule file: the broker then decides nothing,
+// and the editor must see the same messages in the same order, byte for
+// byte, as the transcript read from the broker's trace does.
+func TestDemoBrokerWithoutRulesChangesNothing(t *testing.T) {
+	self := demoSelf(t)
+	ws := t.TempDir()
+	direct := runDemo(t, ws, demo.Options{Direct: true})
+	brokered := runDemo(t, ws, demo.Options{Self: self, NoRules: true})
+
+	sameMessages(t, "the editor's messages", direct.Editor, brokered.Editor)
+	sameMessages(t, "the transcript", direct.Entries, brokered.Entries)
+}
+
+// demoSelf returns the test binary, which TestMain put on PATH as
+// acp-broker, and lets the broker and agent processes it starts exit
+// without the race detector's pause.
+func demoSelf(t *testing.T) string {
+	t.Helper()
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
 	self, err := exec.LookPath("acp-broker")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := t.TempDir()
-	run := func(opts demo.Options) *demo.Result {
-		t.Helper()
-		entries, err := os.ReadDir(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			os.RemoveAll(filepath.Join(ws, e.Name()))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		var stdout, stderr bytes.Buffer
-		opts.Workspace, opts.Stdout, opts.Stderr = ws, &stdout, &stderr
-		res, err := demo.Run(ctx, opts)
-		if err != nil {
-			t.Fatalf("demo.Run(Direct: %v): %v\nstdout:\n%s\nstderr:\n%s", opts.Direct, err, &stdout, &stderr)
-		}
-		if stderr.Len() != 0 {
-			t.Errorf("demo.Run(Direct: %v) stderr:\n%s", opts.Direct, &stderr)
-		}
-		return res
-	}
-	direct := run(demo.Options{Direct: true})
-	brokered := run(demo.Options{Self: self})
+	return self
+}
 
-	if len(direct.Entries) == 0 {
-		t.Fatal("no messages")
+// runDemo plays the demo in the workspace ws, emptied first, and requires
+// that it succeeds with nothing on stderr.
+func runDemo(t *testing.T, ws string, opts demo.Options) *demo.Result {
+	t.Helper()
+	entries, err := os.ReadDir(ws)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range max(len(direct.Entries), len(brokered.Entries)) {
-		var d, b demo.Entry
-		if i < len(direct.Entries) {
-			d = direct.Entries[i]
+	for _, e := range entries {
+		os.RemoveAll(filepath.Join(ws, e.Name()))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	opts.Workspace, opts.Stdout, opts.Stderr = ws, &stdout, &stderr
+	res, err := demo.Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("demo.Run(%+v): %v\nstdout:\n%s\nstderr:\n%s", opts, err, &stdout, &stderr)
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("demo.Run(%+v) stderr:\n%s", opts, &stderr)
+	}
+	return res
+}
+
+// withoutPermissionRequests splits entries into the permission requests
+// about the given tool calls, with their answers, and everything else.
+func withoutPermissionRequests(entries []demo.Entry, toolCalls ...string) (kept, removed []demo.Entry) {
+	asked := make(map[string]bool) // ids of the removed requests
+	for _, e := range entries {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ToolCall struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"toolCall"`
+			} `json:"params"`
 		}
-		if i < len(brokered.Entries) {
-			b = brokered.Entries[i]
-		}
-		if !reflect.DeepEqual(d, b) {
-			t.Fatalf("message %d differs:\ndirect:         %s → %s %s\nthrough broker: %s → %s %s", i+1, d.From, d.To, d.Raw, b.From, b.To, b.Raw)
+		_ = json.Unmarshal(e.Raw, &m)
+		switch {
+		case m.Method == "session/request_permission" && e.From == demo.Agent && slices.Contains(toolCalls, m.Params.ToolCall.ToolCallID):
+			asked[string(m.ID)] = true
+			removed = append(removed, e)
+		case m.Method == "" && e.To == demo.Agent && asked[string(m.ID)]:
+			delete(asked, string(m.ID))
+			removed = append(removed, e)
+		default:
+			kept = append(kept, e)
 		}
 	}
+	return kept, removed
+}
+
+// sameMessages requires the same messages (direction and bytes; notes
+// aside) in the same order.
+func sameMessages(t *testing.T, what string, want, got []demo.Entry) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatalf("%s: none expected", what)
+	}
+	for i := range max(len(want), len(got)) {
+		var w, g demo.Entry
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w.From != g.From || w.To != g.To || !bytes.Equal(w.Raw, g.Raw) {
+			t.Fatalf("%s: message %d differs:\nwant: %s → %s %s\n got: %s → %s %s", what, i+1, w.From, w.To, w.Raw, g.From, g.To, g.Raw)
+		}
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+func lines(entries []demo.Entry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(string(e.From) + " → " + string(e.To) + " " + string(e.Raw) + "\n")
+	}
+	return b.String()
 }

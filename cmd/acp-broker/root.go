@@ -230,7 +230,13 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 	if err != nil {
 		return nil, nil, userError(1, err.Error())
 	}
-	source, warnings, err := permission.NewRuleSource(rules.LoadOptions{Locations: loc, Extra: opts.configs}, cwd, logger)
+	var protect []string
+	for _, f := range []string{opts.audit, opts.trace, opts.logFile} {
+		if f != "" && f != "off" {
+			protect = append(protect, f)
+		}
+	}
+	source, warnings, err := permission.NewRuleSource(rules.LoadOptions{Locations: loc, Extra: opts.configs, Protect: protect}, cwd, logger)
 	if err != nil {
 		return nil, nil, configError(err)
 	}
@@ -249,7 +255,7 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 		return nil, nil, userError(1, fmt.Sprintf("cannot open the audit log: %v", err), `pass --audit FILE, or --audit off`)
 	}
 	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir}
-	return engine, func() { audit.Close() }, nil
+	return engine, func() { engine.Close(time.Second) }, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -21,6 +21,9 @@ const (
 	// gitStatusOutput is what the example agent reports for its scripted
 	// "git status": it runs no command.
 	gitStatusOutput = "On branch main\nnothing to commit, working tree clean\n"
+
+	// forcePush is the command the agent asks to run after git status.
+	forcePush = "git push --force origin main"
 )
 
 // RunAgent runs the example agent, speaking ACP on r and w, until r ends or
@@ -31,7 +34,8 @@ const (
 // message chunks, announces a shell command ("git status") and asks
 // permission to run it, reads and writes files in the session's cwd through
 // the editor (if the editor advertised the fs capabilities), asks permission
-// to edit NOTES.md, and ends the turn. It never runs a command and never
+// to force-push, asks permission to edit NOTES.md, and ends the turn. A
+// refusal ends only the step it refuses. It never runs a command and never
 // touches a file itself.
 func RunAgent(ctx context.Context, r io.Reader, w io.Writer, logw io.Writer) error {
 	a := &exampleAgent{sessions: make(map[acp.SessionId]*agentSession)}
@@ -184,37 +188,23 @@ type turn struct {
 }
 
 func (t *turn) play(ctx context.Context) error {
-	if err := t.say(ctx, "I'll check the repository status, ", "then note it in NOTES.md."); err != nil {
+	if err := t.say(ctx, "I'll check the repository status, ", "push main, then note the status in NOTES.md."); err != nil {
 		return err
 	}
 
 	// A shell command: announced as a tool call, then asked about.
-	command := acp.ToolCallUpdate{
-		ToolCallId: "call_1",
-		Title:      acp.Ptr("git status"),
-		Kind:       acp.Ptr(acp.ToolKindExecute),
-		Status:     acp.Ptr(acp.ToolCallStatusPending),
-		RawInput:   map[string]any{"command": "git status"},
-	}
-	if err := t.update(ctx, acp.StartToolCall(command.ToolCallId, *command.Title,
-		acp.WithStartKind(*command.Kind),
-		acp.WithStartStatus(*command.Status),
-		acp.WithStartRawInput(command.RawInput))); err != nil {
-		return err
-	}
-	allowed, err := t.ask(ctx, command)
+	gitStatus := command("call_1", "git status")
+	allowed, err := t.announceAndAsk(ctx, gitStatus)
 	if err != nil {
 		return err
 	}
 	if !allowed {
-		if err := t.update(ctx, acp.UpdateToolCall(command.ToolCallId, acp.WithUpdateStatus(acp.ToolCallStatusFailed))); err != nil {
+		if err := t.finish(ctx, gitStatus.ToolCallId, acp.ToolCallStatusFailed, ""); err != nil {
 			return err
 		}
 		return t.say(ctx, "Understood: I did not run git status.")
 	}
-	if err := t.update(ctx, acp.UpdateToolCall(command.ToolCallId,
-		acp.WithUpdateStatus(acp.ToolCallStatusCompleted),
-		acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(gitStatusOutput))}))); err != nil {
+	if err := t.finish(ctx, gitStatus.ToolCallId, acp.ToolCallStatusCompleted, gitStatusOutput); err != nil {
 		return err
 	}
 
@@ -234,14 +224,33 @@ func (t *turn) play(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", status, err)
 		}
 	}
-	if err := t.say(ctx, "The working tree is clean. ", "I'd like to add that to NOTES.md."); err != nil {
+	if err := t.say(ctx, "The working tree is clean. ", "I'll force-push main so that origin matches it."); err != nil {
+		return err
+	}
+
+	// A dangerous command. A refusal ends only this step. The agent cannot
+	// tell who refused (the broker is invisible to it), so it says only
+	// that the push was refused.
+	push := command("call_2", forcePush)
+	allowed, err = t.announceAndAsk(ctx, push)
+	if err != nil {
+		return err
+	}
+	end, output, said := acp.ToolCallStatusFailed, "", "The force push was refused, so I did not push. "
+	if allowed {
+		end, output, said = acp.ToolCallStatusCompleted, "Everything up-to-date\n", "Pushed. "
+	}
+	if err := t.finish(ctx, push.ToolCallId, end, output); err != nil {
+		return err
+	}
+	if err := t.say(ctx, said, "I'd like to add the status to NOTES.md."); err != nil {
 		return err
 	}
 
 	// An edit: announced with its diff, then asked about.
 	newNotes := strings.TrimRight(oldNotes, "\n") + "\n- The working tree is clean.\n"
 	edit := acp.ToolCallUpdate{
-		ToolCallId: "call_2",
+		ToolCallId: "call_3",
 		Title:      acp.Ptr("Edit " + notesFile),
 		Kind:       acp.Ptr(acp.ToolKindEdit),
 		Status:     acp.Ptr(acp.ToolCallStatusPending),
@@ -261,7 +270,7 @@ func (t *turn) play(ctx context.Context) error {
 		return err
 	}
 	if !allowed || !t.fs.WriteTextFile {
-		if err := t.update(ctx, acp.UpdateToolCall(edit.ToolCallId, acp.WithUpdateStatus(acp.ToolCallStatusFailed))); err != nil {
+		if err := t.finish(ctx, edit.ToolCallId, acp.ToolCallStatusFailed, ""); err != nil {
 			return err
 		}
 		return t.say(ctx, "Understood: I left NOTES.md unchanged.")
@@ -269,10 +278,42 @@ func (t *turn) play(ctx context.Context) error {
 	if _, err := t.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: t.sid, Path: notes, Content: newNotes}); err != nil {
 		return fmt.Errorf("writing %s: %w", notes, err)
 	}
-	if err := t.update(ctx, acp.UpdateToolCall(edit.ToolCallId, acp.WithUpdateStatus(acp.ToolCallStatusCompleted))); err != nil {
+	if err := t.finish(ctx, edit.ToolCallId, acp.ToolCallStatusCompleted, ""); err != nil {
 		return err
 	}
 	return t.say(ctx, "Done: NOTES.md is updated.")
+}
+
+// command returns the tool call of a shell command.
+func command(id acp.ToolCallId, cmd string) acp.ToolCallUpdate {
+	return acp.ToolCallUpdate{
+		ToolCallId: id,
+		Title:      acp.Ptr(cmd),
+		Kind:       acp.Ptr(acp.ToolKindExecute),
+		Status:     acp.Ptr(acp.ToolCallStatusPending),
+		RawInput:   map[string]any{"command": cmd},
+	}
+}
+
+// announceAndAsk announces a shell command's tool call in a session/update,
+// as real agents do, then asks permission to run it.
+func (t *turn) announceAndAsk(ctx context.Context, call acp.ToolCallUpdate) (bool, error) {
+	if err := t.update(ctx, acp.StartToolCall(call.ToolCallId, *call.Title,
+		acp.WithStartKind(*call.Kind),
+		acp.WithStartStatus(*call.Status),
+		acp.WithStartRawInput(call.RawInput))); err != nil {
+		return false, err
+	}
+	return t.ask(ctx, call)
+}
+
+// finish reports the end of a tool call, with its output if any.
+func (t *turn) finish(ctx context.Context, id acp.ToolCallId, status acp.ToolCallStatus, output string) error {
+	opts := []acp.ToolCallUpdateOpt{acp.WithUpdateStatus(status)}
+	if output != "" {
+		opts = append(opts, acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(output))}))
+	}
+	return t.update(ctx, acp.UpdateToolCall(id, opts...))
 }
 
 // say streams text to the editor, one agent_message_chunk per piece.

@@ -25,15 +25,24 @@ const DefaultTimeout = 30 * time.Second
 type Options struct {
 	// Self is the acp-broker binary. Run starts it as the broker,
 	//
-	//	acp-broker --log-level warn -- Self example-agent
+	//	acp-broker --log-level warn --config TMP/demo-rules.toml \
+	//	    --audit TMP/audit.jsonl --trace TMP/trace.jsonl -- Self example-agent
 	//
-	// always with argv[0] "acp-broker", whatever Self's file is called.
+	// always with argv[0] "acp-broker", whatever Self's file is called, in
+	// the run's temporary directory TMP and with XDG_CONFIG_HOME and
+	// XDG_STATE_HOME inside it, so that the user's own rules, trust and
+	// audit log play no part.
 	Self string
 
 	// Direct connects the scripted editor to an example agent running in
-	// this process, with no broker between them: the baseline that the
-	// broker must not change. Self is then unused.
+	// this process, with no broker between them: the baseline. The editor
+	// then answers every permission request itself. Self is unused.
 	Direct bool
+
+	// NoRules gives the broker a rule file with no rules, so that it
+	// decides nothing and passes every permission request to the editor: a
+	// run that, seen from the editor, must be exactly the direct one.
+	NoRules bool
 
 	Stdout io.Writer // the header, one line per message, and the summary
 	Stderr io.Writer // the broker's and the agent's own stderr
@@ -43,18 +52,28 @@ type Options struct {
 
 	// Workspace, if set, is an existing empty directory to use as the
 	// session's cwd; it is left in place afterwards. If empty, Run uses a
-	// new temporary directory and removes it at the end.
+	// directory in its temporary directory, removed at the end.
 	Workspace string
 }
 
 // Result is what a run saw.
 type Result struct {
-	Entries []Entry // every message, in the order the editor sent or received it
-	Stats   Stats
+	// Entries is the transcript, every message in order: in a brokered
+	// run, as the broker handled them (read from its --trace file), with
+	// the requests it decided itself, its answers, and their reasons (from
+	// its audit log) as notes; in a direct run, the same as Editor.
+	Entries []Entry
+	// Editor is every message the editor sent or received, byte for byte,
+	// in that order, as its own pipes saw them.
+	Editor []Entry
+	// Audit is the broker's audit log, one record per line; nil in a
+	// direct run.
+	Audit []AuditRecord
+	Stats Stats // what the transcript counted
 }
 
 // prompt is the one prompt the scripted editor sends.
-const prompt = "Check the repository status and note it in NOTES.md."
+const prompt = "Check the repository status, push main, and note the status in NOTES.md."
 
 // initialNotes is NOTES.md in a new workspace.
 const initialNotes = "# Notes\n\n- The build is green.\n"
@@ -91,23 +110,24 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	stderr := &lockedWriter{w: opts.Stderr}
 
-	ws, cleanup, err := prepareWorkspace(opts.Workspace)
+	tmp, err := os.MkdirTemp("", "acp-broker-demo-")
+	if err != nil {
+		return nil, fmt.Errorf("creating the demo's temporary directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	ws, err := prepareWorkspace(tmp, opts.Workspace)
 	if err != nil {
 		return nil, err
 	}
-	defer cleanup()
-
-	var brokerArgs []string
+	var files *brokerFiles // nil in a direct run
 	if !opts.Direct {
-		brokerArgs = []string{"acp-broker", "--log-level", "warn", "--", opts.Self, "example-agent"}
+		if files, err = newBrokerFiles(tmp, opts.NoRules); err != nil {
+			return nil, err
+		}
 	}
-	if _, err := io.WriteString(opts.Stdout, header(brokerArgs, ws, opts.Workspace == "")); err != nil {
+	if _, err := io.WriteString(opts.Stdout, header(files, opts.Self, tmp, ws, opts.Workspace == "")); err != nil {
 		return nil, err
 	}
-
-	tr := NewTranscript(opts.Stdout)
-	tr.Abbreviate(ws, "<workspace>")
-	rec := &recorder{t: tr}
 
 	// The agent's end of the conversation: the broker, or the agent itself.
 	var (
@@ -115,15 +135,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		fromAgent io.Reader
 		finish    func(context.Context) error // after toAgent is closed and fromAgent has ended
 	)
-	if opts.Direct {
+	if files == nil {
 		toAgent, fromAgent, finish = startDirect(ctx, stderr)
 	} else {
-		toAgent, fromAgent, finish, err = startBroker(ctx, opts.Self, brokerArgs, opts.Stderr, stderr)
+		toAgent, fromAgent, finish, err = startBroker(ctx, opts.Self, files, tmp, opts.Stderr, stderr)
 		if err != nil {
 			return nil, err
 		}
 	}
 
+	rec := &recorder{}
 	gate := make(chan struct{})
 	editor := newScriptedEditor(ws)
 	conn := acp.NewClientSideConnection(editor,
@@ -142,35 +163,69 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	case <-ctx.Done():
 	}
 	endErr := finish(ctx)
+	var runErr error
 	switch err := ctx.Err(); {
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("the demo did not finish within %v", timeout)
+		runErr = fmt.Errorf("the demo did not finish within %v", timeout)
 	case err != nil:
-		return nil, err // interrupted
-	}
-	switch {
+		runErr = err // interrupted
 	case endErr != nil && convErr != nil:
-		return nil, fmt.Errorf("%w (the editor saw: %v)", endErr, convErr)
+		runErr = fmt.Errorf("%w (the editor saw: %v)", endErr, convErr)
 	case endErr != nil:
-		return nil, endErr
+		runErr = endErr
 	case convErr != nil:
-		return nil, convErr
+		runErr = convErr
 	}
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if rec.err != nil {
-		return nil, fmt.Errorf("writing the transcript: %w", rec.err)
+	res := &Result{Editor: rec.all()}
+	res.Entries = res.Editor
+	var readErr error
+	if files != nil {
+		res.Entries, readErr = readTrace(files.trace)
+		if readErr == nil {
+			res.Audit, readErr = readAudit(files.audit)
+		}
+		if readErr != nil {
+			res.Entries = res.Editor // at least what the editor saw
+		} else {
+			annotate(res.Entries, res.Audit)
+		}
 	}
-	res := &Result{Entries: rec.entries, Stats: tr.Stats()}
-	outcome, err := checkWorkspace(ws, res.Stats)
+	// The transcript is written even when the run failed: it shows how far
+	// the conversation got.
+	res.Stats, err = transcribe(opts.Stdout, res.Entries, ws, "<workspace>", tmp, "<tmp>")
+	switch {
+	case runErr != nil:
+		return nil, runErr
+	case err != nil:
+		return nil, fmt.Errorf("writing the transcript: %w", err)
+	case readErr != nil:
+		return nil, fmt.Errorf("reading the broker's trace and audit log: %w", readErr)
+	}
+	outcome, err := check(ws, res, expected(files != nil && !opts.NoRules), files != nil)
 	if err != nil {
 		return res, err
 	}
-	if _, err := io.WriteString(opts.Stdout, summary(res.Stats, !opts.Direct, outcome)); err != nil {
+	if _, err := io.WriteString(opts.Stdout, summary(res, files != nil, outcome)); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// transcribe writes one transcript line per entry to w, showing each long
+// string of abbrev (pairs of long and short) short, and returns what the
+// transcript counted.
+func transcribe(w io.Writer, entries []Entry, abbrev ...string) (Stats, error) {
+	t := NewTranscript(w)
+	for i := 0; i+1 < len(abbrev); i += 2 {
+		t.Abbreviate(abbrev[i], abbrev[i+1])
+	}
+	for _, e := range entries {
+		if err := t.Add(e); err != nil {
+			return t.Stats(), err
+		}
+	}
+	return t.Stats(), nil
 }
 
 // converse is the editor's side of the conversation.
@@ -197,14 +252,18 @@ func converse(ctx context.Context, conn *acp.ClientSideConnection, ws string) er
 	return nil
 }
 
-// startBroker starts the broker with argv args and returns its stdin, its
-// stdout, and a function that waits for it to exit.
-func startBroker(ctx context.Context, self string, args []string, stderr, lockedStderr io.Writer) (io.WriteCloser, io.Reader, func(context.Context) error, error) {
+// startBroker starts the broker in dir with the demo's files and returns
+// its stdin, its stdout, and a function that waits for it to exit.
+func startBroker(ctx context.Context, self string, files *brokerFiles, dir string, stderr, lockedStderr io.Writer) (io.WriteCloser, io.Reader, func(context.Context) error, error) {
 	if self == "" {
 		return nil, nil, nil, errors.New("no acp-broker binary to run as the broker")
 	}
 	cmd := exec.CommandContext(ctx, self)
-	cmd.Args = args // argv[0] is "acp-broker", whatever self's file is called
+	cmd.Args = files.args(self) // argv[0] is "acp-broker", whatever self's file is called
+	cmd.Env = files.env()
+	// Not the user's directory: the broker would read a project rule file
+	// there at start-up.
+	cmd.Dir = dir
 	if f, ok := stderr.(*os.File); ok {
 		cmd.Stderr = f // shared as is: no copying goroutine to wait for
 	} else {
@@ -263,87 +322,92 @@ func startDirect(ctx context.Context, stderr io.Writer) (io.WriteCloser, io.Read
 	return editorWrites, editorReads, finish
 }
 
-// prepareWorkspace returns the session's cwd, holding NOTES.md, and a
-// function that removes it if Run created it.
-func prepareWorkspace(dir string) (string, func(), error) {
-	cleanup := func() {}
+// prepareWorkspace returns the session's cwd, holding NOTES.md: dir if it
+// is given, else a new directory in tmp.
+func prepareWorkspace(tmp, dir string) (string, error) {
 	if dir == "" {
-		d, err := os.MkdirTemp("", "acp-broker-demo-")
-		if err != nil {
-			return "", nil, fmt.Errorf("creating the demo's workspace: %w", err)
+		dir = filepath.Join(tmp, "workspace")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", fmt.Errorf("creating the demo's workspace: %w", err)
 		}
-		dir = d
-		cleanup = func() { os.RemoveAll(d) }
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
-		cleanup()
-		return "", nil, err
+		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(dir, notesFile), []byte(initialNotes), 0o644); err != nil {
-		cleanup()
-		return "", nil, fmt.Errorf("creating the demo's workspace: %w", err)
+		return "", fmt.Errorf("creating the demo's workspace: %w", err)
 	}
-	return dir, cleanup, nil
+	return dir, nil
 }
 
-// checkWorkspace verifies that the conversation went as scripted, and
-// returns what it left in the workspace.
-func checkWorkspace(ws string, s Stats) (string, error) {
-	if len(s.StopReasons) != 1 || s.StopReasons[0] != string(acp.StopReasonEndTurn) {
-		return "", fmt.Errorf("the turn ended with %v, not end_turn", s.StopReasons)
-	}
-	var kinds []string
-	for _, p := range s.Permissions {
-		kinds = append(kinds, p.OptionKind)
-	}
-	if strings.Join(kinds, " ") != "allow_once reject_once" {
-		return "", fmt.Errorf("the permission requests were answered %v, not allow_once then reject_once", kinds)
-	}
-	if b, err := os.ReadFile(filepath.Join(ws, statusFile)); err != nil || string(b) != gitStatusOutput {
-		return "", fmt.Errorf("the agent's %s is missing or wrong in the workspace", statusFile)
-	}
-	if b, err := os.ReadFile(filepath.Join(ws, notesFile)); err != nil || string(b) != initialNotes {
-		return "", fmt.Errorf("%s changed although the edit was rejected", notesFile)
-	}
-	return fmt.Sprintf("%s was written; %s is unchanged because its edit was rejected", statusFile, notesFile), nil
-}
-
-func header(brokerArgs []string, ws string, temporary bool) string {
+// header says who takes part and, in a brokered run, shows the rules.
+func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
+	short := strings.NewReplacer(tmp, "<tmp>").Replace
 	var b strings.Builder
 	b.WriteString("acp-broker demo: an editor and an agent talk ACP through a real broker\n\n")
 	b.WriteString("  editor     this demo, playing an editor from a script\n")
-	if brokerArgs != nil {
-		fmt.Fprintf(&b, "  broker     %s\n", strings.Join(brokerArgs, " "))
-		b.WriteString("  agent      acp-broker example-agent, a built-in agent that follows a script\n")
-	} else {
+	if files == nil {
 		b.WriteString("  broker     none: the editor talks to the agent directly (the baseline)\n")
 		b.WriteString("  agent      the built-in example agent, in this process, which follows a script\n")
-	}
-	b.WriteString("             and runs no commands\n")
-	fmt.Fprintf(&b, "  workspace  %s, shown as <workspace>", ws)
-	if temporary {
-		b.WriteString(", removed at the end")
-	}
-	b.WriteString("\n\n")
-	if brokerArgs != nil {
-		b.WriteString(`The editor starts the broker in place of the agent; the broker starts the
-agent and relays every message both ways, byte for byte. No rules are set,
-so the broker forwards each permission request to the editor, which allows
-the shell command once and rejects the file edit.
+		b.WriteString("             and runs no commands\n")
+		fmt.Fprintf(&b, "  workspace  %s, shown as <workspace>", ws)
+		if temporary {
+			b.WriteString(", removed at the end")
+		}
+		b.WriteString("\n\n")
+		b.WriteString("The editor allows git status once and rejects the force push and the edit.\n\n")
+		b.WriteString(`Each line is one JSON-RPC message, as the editor sent or received it;
+"↳" marks the answer to a request.
 
 `)
-	} else {
-		b.WriteString("The editor allows the shell command once and rejects the file edit.\n\n")
+		return b.String()
 	}
-	b.WriteString(`Each line is one JSON-RPC message, as the editor sent or received it;
-"↳" marks the answer to a request.
+
+	// The broker's command line, broken before --audit and before --.
+	var lines []string
+	var line []string
+	for _, a := range files.args(self) {
+		if (a == "--audit" || a == "--") && len(line) > 0 {
+			lines = append(lines, strings.Join(line, " "))
+			line = nil
+		}
+		line = append(line, short(a))
+	}
+	lines = append(lines, strings.Join(line, " "))
+	fmt.Fprintf(&b, "  broker     %s\n", strings.Join(lines, " \\\n               "))
+	fmt.Fprintf(&b, "             with XDG_CONFIG_HOME=%s and XDG_STATE_HOME=%s,\n", short(files.config), short(files.state))
+	b.WriteString("             so that your own rules, trust and audit log play no part\n")
+	b.WriteString("  agent      acp-broker example-agent, a built-in agent that follows a script\n")
+	b.WriteString("             and runs no commands\n")
+	fmt.Fprintf(&b, "  <tmp>      %s, removed at the end\n", tmp)
+	fmt.Fprintf(&b, "  workspace  %s, shown as <workspace>\n\n", short(ws))
+
+	fmt.Fprintf(&b, "The broker's rules, %s:\n\n", short(files.rules))
+	for _, l := range strings.SplitAfter(files.text, "\n") {
+		if strings.TrimSpace(l) != "" {
+			b.WriteString("    ")
+		}
+		b.WriteString(l)
+	}
+	b.WriteString("\n")
+	b.WriteString(`The editor starts the broker in place of the agent; the broker starts the
+agent and relays every message both ways, byte for byte. A permission
+request that a rule allows or denies, the broker answers itself; every
+other request goes to the editor, which allows git status once and rejects
+the force push and the edit.
+
+Each line is one JSON-RPC message, in the order the broker handled it (from
+its --trace file); "↳" marks the answer to a request. "agent → broker" is
+a request the broker decided itself, and "—" gives its decision and reason
+(from its audit log).
 
 `)
 	return b.String()
 }
 
-func summary(s Stats, broker bool, outcome string) string {
+func summary(res *Result, brokered bool, outcome string) string {
+	s := res.Stats
 	var b strings.Builder
 	b.WriteString("\nSummary\n")
 	counts := make([]string, len(s.Messages))
@@ -351,38 +415,96 @@ func summary(s Stats, broker bool, outcome string) string {
 		counts[i] = fmt.Sprintf("%d %s → %s", c.N, c.From, c.To)
 	}
 	verb := "passed between editor and agent"
-	if broker {
-		verb = "crossed the broker"
+	if brokered {
+		verb = "reached the broker"
 	}
 	fmt.Fprintf(&b, "  %d messages %s: %s.\n", s.Total(), verb, strings.Join(counts, ", "))
+
+	audit := permissionAudit(res.Audit)
+	var allowed, denied []string // what decided the requests the broker answered
+	toEditor := 0
 	fmt.Fprintf(&b, "  %d permission requests:\n", len(s.Permissions))
 	for _, p := range s.Permissions {
 		answer := p.Outcome
 		if p.OptionKind != "" {
 			answer = p.OptionKind
 		}
-		fmt.Fprintf(&b, "    %s (%s): %s, chosen by the %s\n", p.Title, p.Kind, answer, p.DecidedBy)
+		fmt.Fprintf(&b, "    %s (%s): %s, chosen by the %s", p.Title, p.Kind, answer, p.DecidedBy)
+		if p.DecidedBy != Broker {
+			toEditor++
+			b.WriteString("\n")
+			continue
+		}
+		by := "?"
+		if r, ok := audit[p.ToolCallID]; ok {
+			by = decider(r)
+		}
+		fmt.Fprintf(&b, " (%s)\n", by)
+		if strings.HasPrefix(p.OptionKind, "allow") {
+			allowed = append(allowed, by)
+		} else {
+			denied = append(denied, by)
+		}
+	}
+	if brokered {
+		fmt.Fprintf(&b, "  The broker decided %d itself: allowed %d%s, denied %d%s. %d went to the editor.\n",
+			len(allowed)+len(denied), len(allowed), parenthesized(allowed), len(denied), parenthesized(denied), toEditor)
+		b.WriteString(auditSummary(res.Audit))
 	}
 	fmt.Fprintf(&b, "  The turn ended with %s.\n", strings.Join(s.StopReasons, ", "))
 	fmt.Fprintf(&b, "  In the workspace, %s.\n", outcome)
-	if broker {
+	if brokered {
 		b.WriteString("  The broker exited with status 0.\n")
 	}
 	return b.String()
 }
 
-// recorder turns the bytes that cross the editor's pipes into transcript
-// entries, one per line, in the order they were written or read.
+func parenthesized(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(items, ", ") + ")"
+}
+
+// auditSummary counts the audit log's records: permission requests with
+// who decided each, then the other methods.
+func auditSummary(records []AuditRecord) string {
+	var sources, methods []string
+	others := make(map[string]int)
+	for _, r := range records {
+		if r.Method == "session/request_permission" {
+			sources = append(sources, r.Source)
+			continue
+		}
+		if others[r.Method] == 0 {
+			methods = append(methods, r.Method)
+		}
+		others[r.Method]++
+	}
+	parts := []string{fmt.Sprintf("%d permission requests (decided by: %s)", len(sources), strings.Join(sources, ", "))}
+	for _, m := range methods {
+		parts = append(parts, fmt.Sprintf("%d %s", others[m], m))
+	}
+	return fmt.Sprintf("  The audit log has %d records: %s.\n", len(records), strings.Join(parts, " and "))
+}
+
+// recorder keeps the lines that cross the editor's pipes, as transcript
+// entries, in the order they were written or read.
 type recorder struct {
 	mu      sync.Mutex
-	t       *Transcript
 	entries []Entry
-	err     error // the first error writing the transcript
 }
 
 // tap returns a writer that records each complete line written to it as a
 // message from one party to the other.
 func (r *recorder) tap(from, to Party) io.Writer { return &tap{r: r, from: from, to: to} }
+
+// all returns the entries recorded so far.
+func (r *recorder) all() []Entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Entry(nil), r.entries...)
+}
 
 type tap struct {
 	r        *recorder
@@ -400,16 +522,12 @@ func (t *tap) Write(p []byte) (int, error) {
 			break
 		}
 		if line := t.partial[:i]; len(bytes.TrimSpace(line)) > 0 {
-			e := Entry{From: t.from, To: t.to, Raw: bytes.Clone(line)}
-			t.r.entries = append(t.r.entries, e)
-			if err := t.r.t.Add(e); err != nil && t.r.err == nil {
-				t.r.err = err
-			}
+			t.r.entries = append(t.r.entries, Entry{From: t.from, To: t.to, Raw: bytes.Clone(line)})
 		}
 		t.partial = t.partial[i+1:]
 	}
 	t.partial = bytes.Clone(t.partial)
-	return len(p), nil // never fail the conversation over its transcript
+	return len(p), nil // never fail the conversation over its record
 }
 
 // lockedWriter serialises writes from several goroutines.

@@ -39,20 +39,34 @@ func TestRunDirect(t *testing.T) {
 	for _, want := range []string{
 		"\neditor → agent   initialize ",
 		"\nagent → editor   ↳ session/new                 sessionId \"sess_1\"\n",
+		"\nagent → editor   session/request_permission    call_1 execute \"git status\"; ",
 		"\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n",
-		"\neditor → agent   ↳ session/request_permission  selected \"reject\" (reject_once)\n",
+		"\nagent → editor   session/request_permission    call_2 execute \"git push --force origin main\"; ",
+		"\nagent → editor   session/update                agent_message_chunk \"The force push was refused, so I did not push. \"\n",
+		"\nagent → editor   session/request_permission    call_3 edit \"Edit NOTES.md\"; ",
 		"\nagent → editor   ↳ session/prompt              stopReason end_turn\n",
+		"\n    git status (execute): allow_once, chosen by the editor\n",
+		"\n    git push --force origin main (execute): reject_once, chosen by the editor\n",
+		"\n    Edit NOTES.md (edit): reject_once, chosen by the editor\n",
 		"\n  In the workspace, status.txt was written; NOTES.md is unchanged because its edit was rejected.\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "broker exited") {
-		t.Errorf("a direct run mentions the broker's exit:\n%s", out)
+	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"reject\" (reject_once)\n"); n != 2 {
+		t.Errorf("the editor rejected %d requests, want 2:\n%s", n, out)
+	}
+	for _, unwanted := range []string{"broker exited", "broker decided", "→ broker", "broker →", "<tmp>", " — "} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("a direct run shows %q:\n%s", unwanted, out)
+		}
 	}
 	if got := first.Stats.Total(); got != len(first.Entries) {
 		t.Errorf("stats count %d messages, entries hold %d", got, len(first.Entries))
+	}
+	if !reflect.DeepEqual(first.Entries, first.Editor) || first.Audit != nil {
+		t.Errorf("a direct run's transcript is not what the editor saw, or it has an audit log")
 	}
 
 	second, _ := run()
@@ -63,7 +77,7 @@ func TestRunDirect(t *testing.T) {
 
 // TestAgentWithoutFsCapabilities checks that the example agent sends no fs
 // request to an editor that did not advertise the capability, and still asks
-// about both tool calls.
+// about all three tool calls.
 func TestAgentWithoutFsCapabilities(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -88,8 +102,8 @@ func TestAgentWithoutFsCapabilities(t *testing.T) {
 	if strings.Contains(out, "fs/") {
 		t.Errorf("fs request to an editor without the capability:\n%s", out)
 	}
-	if n := strings.Count(out, "  session/request_permission  "); n != 2 {
-		t.Errorf("%d permission requests, want 2:\n%s", n, out)
+	if n := strings.Count(out, "  session/request_permission  "); n != 3 {
+		t.Errorf("%d permission requests, want 3:\n%s", n, out)
 	}
 	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
 		t.Errorf("the workspace is not empty: %v", entries)
@@ -165,13 +179,12 @@ func TestAgentCancel(t *testing.T) {
 type agentConn struct {
 	conn *acp.ClientSideConnection
 	rec  *recorder
-	out  *bytes.Buffer
 }
 
 func (c *agentConn) transcript() string {
-	c.rec.mu.Lock()
-	defer c.rec.mu.Unlock()
-	return c.out.String()
+	var b strings.Builder
+	transcribe(&b, c.rec.all())
+	return b.String()
 }
 
 func connectAgent(t *testing.T, client acp.Client) *agentConn {
@@ -186,8 +199,7 @@ func connectAgent(t *testing.T, client acp.Client) *agentConn {
 		agentStdout.Close()
 		agentDone <- err
 	}()
-	out := new(bytes.Buffer)
-	rec := &recorder{t: NewTranscript(out)}
+	rec := &recorder{}
 	conn := acp.NewClientSideConnection(client,
 		io.MultiWriter(rec.tap(Editor, Agent), editorWrites),
 		io.TeeReader(editorReads, rec.tap(Agent, Editor)))
@@ -206,7 +218,7 @@ func connectAgent(t *testing.T, client acp.Client) *agentConn {
 			t.Errorf("agent stderr: %s", &stderr)
 		}
 	})
-	return &agentConn{conn: conn, rec: rec, out: out}
+	return &agentConn{conn: conn, rec: rec}
 }
 
 func resetDir(t *testing.T, dir string) {

@@ -12,26 +12,34 @@ import (
 )
 
 // scriptedEditor answers the agent's requests the way a person at an editor
-// might: it allows shell commands once and rejects everything else. It
-// chooses permission options by their kind, never by id, since ids differ
-// from agent to agent. It serves file requests only inside its workspace.
+// might: it allows shell commands once, except a force push, and rejects
+// everything else. It chooses permission options by their kind, never by
+// id, since ids differ from agent to agent. It serves file requests only
+// inside its workspace.
 type scriptedEditor struct {
 	workspace string
 
 	mu    sync.Mutex
-	kinds map[acp.ToolCallId]acp.ToolKind // as announced in session/update
+	calls map[acp.ToolCallId]announced // as announced in session/update
+}
+
+// announced is what a tool_call said about a tool call.
+type announced struct {
+	kind  acp.ToolKind
+	title string
 }
 
 var _ acp.Client = (*scriptedEditor)(nil)
 
 func newScriptedEditor(workspace string) *scriptedEditor {
-	return &scriptedEditor{workspace: workspace, kinds: make(map[acp.ToolCallId]acp.ToolKind)}
+	return &scriptedEditor{workspace: workspace, calls: make(map[acp.ToolCallId]announced)}
 }
 
 // preferredOptions is the editor's script: the option kinds it picks for a
-// tool kind, best first.
-func preferredOptions(kind acp.ToolKind) []acp.PermissionOptionKind {
-	if kind == acp.ToolKindExecute {
+// tool call, best first. The person it plays allows a shell command once,
+// unless it force-pushes, and rejects everything else.
+func preferredOptions(kind acp.ToolKind, title string) []acp.PermissionOptionKind {
+	if kind == acp.ToolKindExecute && !strings.Contains(title, "--force") {
 		return []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce}
 	}
 	return []acp.PermissionOptionKind{acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways}
@@ -51,15 +59,18 @@ func chooseOption(options []acp.PermissionOption, want []acp.PermissionOptionKin
 }
 
 func (e *scriptedEditor) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	// The request may lack the kind; the tool_call that announced the same
-	// id is the reliable place for it.
+	// The request may lack the kind and the title; the tool_call that
+	// announced the same id is the reliable place for them.
 	e.mu.Lock()
-	kind := e.kinds[p.ToolCall.ToolCallId]
+	call := e.calls[p.ToolCall.ToolCallId]
 	e.mu.Unlock()
 	if p.ToolCall.Kind != nil {
-		kind = *p.ToolCall.Kind
+		call.kind = *p.ToolCall.Kind
 	}
-	id, ok := chooseOption(p.Options, preferredOptions(kind))
+	if p.ToolCall.Title != nil {
+		call.title = *p.ToolCall.Title
+	}
+	id, ok := chooseOption(p.Options, preferredOptions(call.kind, call.title))
 	if !ok {
 		// No option says what the script wants: decline to decide.
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
@@ -71,10 +82,17 @@ func (e *scriptedEditor) SessionUpdate(_ context.Context, n acp.SessionNotificat
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch u := n.Update; {
-	case u.ToolCall != nil && u.ToolCall.Kind != "":
-		e.kinds[u.ToolCall.ToolCallId] = u.ToolCall.Kind
-	case u.ToolCallUpdate != nil && u.ToolCallUpdate.Kind != nil:
-		e.kinds[u.ToolCallUpdate.ToolCallId] = *u.ToolCallUpdate.Kind
+	case u.ToolCall != nil:
+		e.calls[u.ToolCall.ToolCallId] = announced{kind: u.ToolCall.Kind, title: u.ToolCall.Title}
+	case u.ToolCallUpdate != nil:
+		c := e.calls[u.ToolCallUpdate.ToolCallId]
+		if u.ToolCallUpdate.Kind != nil {
+			c.kind = *u.ToolCallUpdate.Kind
+		}
+		if u.ToolCallUpdate.Title != nil {
+			c.title = *u.ToolCallUpdate.Title
+		}
+		e.calls[u.ToolCallUpdate.ToolCallId] = c
 	}
 	return nil
 }

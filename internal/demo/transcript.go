@@ -30,7 +30,7 @@ const (
 type Entry struct {
 	From, To Party
 	Raw      []byte // the message as it crossed the wire, without its newline
-	Note     string // optional: why the sender did this, shown after the summary
+	Note     string // optional: why the sender did this, shown after the summary and " — "
 }
 
 // Stats is what a transcript counted, for the summary at the end.
@@ -130,7 +130,7 @@ func (t *Transcript) Line(e Entry) string {
 	}
 	summary = truncate(summary, summaryLimit)
 	if e.Note != "" {
-		summary += "  (" + e.Note + ")"
+		summary += " — " + e.Note
 	}
 	line := fmt.Sprintf("%-*s  %-*s  %s", directionWidth, string(e.From)+" → "+string(e.To), labelWidth, label, summary)
 	return strings.TrimRight(line, " ")

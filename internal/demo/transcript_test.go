@@ -30,7 +30,7 @@ func TestTranscriptLayout(t *testing.T) {
 	want := `editor → agent   session/new                   cwd "/w"
 agent → editor   ↳ session/new                 sessionId "s1"
 agent → broker   session/request_permission    c1; options allow_once
-broker → agent   ↳ session/request_permission  selected "ok" (allow_once)  (rule 3: allow git status)
+broker → agent   ↳ session/request_permission  selected "ok" (allow_once) — rule 3: allow git status
 agent → editor   _x/ping
 `
 	if got := b.String(); got != want {
@@ -205,7 +205,7 @@ func TestTranscriptBrokerDecisions(t *testing.T) {
 	tr := NewTranscript(new(strings.Builder))
 	tr.Line(Entry{From: Agent, To: Broker, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c9","title":"rm -rf /","kind":"execute"},"options":[{"optionId":"a","name":"A","kind":"allow_once"},{"optionId":"r","name":"R","kind":"reject_once"}]}}`)})
 	line := tr.Line(Entry{From: Broker, To: Agent, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"r"}}}`), Note: "denied by rule 1"})
-	if want := `↳ session/request_permission  selected "r" (reject_once)  (denied by rule 1)`; !strings.HasSuffix(line, want) || !strings.HasPrefix(line, "broker → agent ") {
+	if want := `↳ session/request_permission  selected "r" (reject_once) — denied by rule 1`; !strings.HasSuffix(line, want) || !strings.HasPrefix(line, "broker → agent ") {
 		t.Errorf("line %q, want broker → agent … %q", line, want)
 	}
 	tr.Line(Entry{From: Agent, To: Editor, Raw: []byte(`{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c10"},"options":[]}}`)})

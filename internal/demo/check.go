@@ -1,0 +1,150 @@
+package demo
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// expectation is how one of the agent's permission requests must end.
+type expectation struct {
+	toolCallID string
+	title      string
+	optionKind string // of the option selected
+	by         Party  // who answered: the broker itself or the editor
+	ruleID     string // the rule that decided, when the broker did
+}
+
+// expected returns how the agent's three permission requests must end. The
+// editor's script allows git status once and rejects the force push and the
+// edit; with the demo's rules, the broker allows git status and denies the
+// force push itself, and the editor never sees them.
+func expected(rulesDecide bool) []expectation {
+	want := []expectation{
+		{toolCallID: "call_1", title: "git status", optionKind: "allow_once", by: Editor},
+		{toolCallID: "call_2", title: forcePush, optionKind: "reject_once", by: Editor},
+		{toolCallID: "call_3", title: "Edit " + notesFile, optionKind: "reject_once", by: Editor},
+	}
+	if rulesDecide {
+		want[0].by, want[0].ruleID = Broker, "git-status"
+		want[1].by, want[1].ruleID = Broker, "no-force-push"
+	}
+	return want
+}
+
+// check verifies that a run went as scripted: who answered each permission
+// request and how, what the editor saw, what the broker's audit log says (if
+// audited), and what is left in the workspace, which it returns in words.
+func check(ws string, res *Result, want []expectation, audited bool) (string, error) {
+	s := res.Stats
+	if len(s.StopReasons) != 1 || s.StopReasons[0] != string(acp.StopReasonEndTurn) {
+		return "", fmt.Errorf("the turn ended with %v, not end_turn", s.StopReasons)
+	}
+	if err := checkAnswers(s.Permissions, want); err != nil {
+		return "", err
+	}
+	// The editor's own pipes: it never saw what the broker decided, and
+	// answered the rest.
+	asked := askedAbout(res.Editor)
+	var editorWant []expectation
+	for _, w := range want {
+		if w.by == Editor {
+			editorWant = append(editorWant, w)
+		} else if asked[w.toolCallID] {
+			return "", fmt.Errorf("the editor was asked about %s (%s), which the broker should have decided itself", w.toolCallID, w.title)
+		}
+	}
+	seen, _ := transcribe(io.Discard, res.Editor)
+	if err := checkAnswers(seen.Permissions, editorWant); err != nil {
+		return "", fmt.Errorf("on the editor's side: %w", err)
+	}
+	if audited {
+		if err := checkAudit(res.Audit, want); err != nil {
+			return "", err
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, statusFile)); err != nil || string(b) != gitStatusOutput {
+		return "", fmt.Errorf("the agent's %s is missing or wrong in the workspace", statusFile)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, notesFile)); err != nil || string(b) != initialNotes {
+		return "", fmt.Errorf("%s changed although the edit was rejected", notesFile)
+	}
+	return fmt.Sprintf("%s was written; %s is unchanged because its edit was rejected", statusFile, notesFile), nil
+}
+
+// askedAbout returns the tool calls that entries ask permission for.
+func askedAbout(entries []Entry) map[string]bool {
+	asked := make(map[string]bool)
+	for _, e := range entries {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				ToolCall struct {
+					ToolCallID string `json:"toolCallId"`
+				} `json:"toolCall"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(e.Raw, &m) == nil && m.Method == "session/request_permission" {
+			asked[m.Params.ToolCall.ToolCallID] = true
+		}
+	}
+	return asked
+}
+
+// checkAnswers compares the answered permission requests with want, in order.
+func checkAnswers(got []Permission, want []expectation) error {
+	if len(got) != len(want) {
+		return fmt.Errorf("%d permission requests were answered, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		p := got[i]
+		if p.ToolCallID != w.toolCallID {
+			return fmt.Errorf("permission request %d was about %s (%s), want %s (%s)", i+1, p.ToolCallID, p.Title, w.toolCallID, w.title)
+		}
+		if p.OptionKind != w.optionKind || p.DecidedBy != w.by {
+			answer := p.OptionKind
+			if answer == "" {
+				answer = p.Outcome
+			}
+			return fmt.Errorf("%s (%s) was answered %s by the %s, want %s by the %s", p.ToolCallID, p.Title, answer, p.DecidedBy, w.optionKind, w.by)
+		}
+	}
+	return nil
+}
+
+// checkAudit verifies the broker's audit log: one record per permission
+// request, in order, saying who decided it, and one for the agent's
+// fs/write_text_file, which no deny rule stopped.
+func checkAudit(records []AuditRecord, want []expectation) error {
+	var perms []AuditRecord
+	writes := 0
+	for _, r := range records {
+		switch r.Method {
+		case "session/request_permission":
+			perms = append(perms, r)
+		case "fs/write_text_file":
+			writes++
+		default:
+			return fmt.Errorf("the audit log has an unexpected %s record", r.Method)
+		}
+	}
+	if len(perms) != len(want) || writes != 1 {
+		return fmt.Errorf("the audit log has %d permission records and %d fs/write_text_file records, want %d and 1", len(perms), writes, len(want))
+	}
+	for i, w := range want {
+		r := perms[i]
+		source := "editor"
+		if w.by == Broker {
+			source = "rule"
+		}
+		if r.ToolCallID != w.toolCallID || r.Source != source || r.RuleID != w.ruleID || r.OptionKind != w.optionKind {
+			return fmt.Errorf("audit record %d says %s: source %q, rule %q, option %q; want %s: source %q, rule %q, option %q",
+				i+1, r.ToolCallID, r.Source, r.RuleID, r.OptionKind, w.toolCallID, source, w.ruleID, w.optionKind)
+		}
+	}
+	return nil
+}
