@@ -137,12 +137,11 @@ func Parse(frame []byte) (*Message, error) {
 			}
 			seenMethod = true
 			inv.HasMethod = true
-			if val[0] != '"' {
+			method, ok := unquote(val)
+			if !ok {
 				return fail(`"method" must be a string`)
 			}
-			if err := json.Unmarshal(val, &m.Method); err != nil {
-				return fail("bad method: %v", err)
-			}
+			m.Method = method
 		case "id":
 			if seenID {
 				inv.ID, idAmbiguous = nil, true
@@ -263,44 +262,86 @@ func ParseHead(head []byte) Head {
 	}
 }
 
-// Field returns the value of key in a JSON object without decoding the other
-// members. It reports false when obj is not an object or lacks the key.
-func Field(obj json.RawMessage, key string) (json.RawMessage, bool) {
+// Field returns the value at a path of member names in a JSON object,
+// without decoding the other members: Field(params, "update",
+// "sessionUpdate") descends into "update" and stops at "sessionUpdate",
+// whatever follows. It reports false when a step is not an object or lacks
+// the member.
+func Field(obj json.RawMessage, path ...string) (json.RawMessage, bool) {
 	s := scanner{data: obj}
+	for depth, key := range path {
+		if !s.findMember(key) {
+			return nil, false
+		}
+		if depth == len(path)-1 {
+			start := s.pos
+			if err := s.skipValue(1); err != nil {
+				return nil, false
+			}
+			return obj[start:s.pos], true
+		}
+	}
+	return nil, false
+}
+
+// findMember moves past the name of the member key in the object that starts
+// at the scanner's position, to the start of its value.
+func (s *scanner) findMember(key string) bool {
 	s.skipSpace()
-	if s.pos >= len(obj) || obj[s.pos] != '{' {
-		return nil, false
+	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
+		return false
 	}
 	s.pos++
 	s.skipSpace()
-	if s.pos < len(obj) && obj[s.pos] == '}' {
-		return nil, false
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		return false
 	}
 	for {
-		k, err := s.key()
+		raw, err := s.rawKey()
 		if err != nil {
-			return nil, false
+			return false
 		}
-		start := s.pos
+		if keyEquals(raw, key) {
+			s.skipSpace()
+			return true
+		}
 		if err := s.skipValue(1); err != nil {
-			return nil, false
-		}
-		if k == key {
-			return obj[start:s.pos], true
+			return false
 		}
 		s.skipSpace()
-		if s.pos >= len(obj) || obj[s.pos] != ',' {
-			return nil, false
+		if s.pos >= len(s.data) || s.data[s.pos] != ',' {
+			return false
 		}
 		s.pos++
 	}
 }
 
-// String returns the value of key in obj when it is a JSON string.
-func String(obj json.RawMessage, key string) (string, bool) {
-	v, ok := Field(obj, key)
-	if !ok || len(v) == 0 || v[0] != '"' {
+// keyEquals compares a raw member name, quotes included, with a name.
+func keyEquals(raw []byte, key string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1:len(raw)-1]) == key
+	}
+	name, ok := unquote(raw)
+	return ok && name == key
+}
+
+// String returns the value at path in obj when it is a JSON string.
+func String(obj json.RawMessage, path ...string) (string, bool) {
+	v, ok := Field(obj, path...)
+	if !ok {
 		return "", false
+	}
+	return unquote(v)
+}
+
+// unquote decodes a JSON string value, without reflection when it has no
+// escapes.
+func unquote(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1 : len(v)-1]), true
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil {
@@ -332,28 +373,38 @@ func (s *scanner) skipSpace() {
 
 // key reads an object member's name and the colon after it.
 func (s *scanner) key() (string, error) {
+	start := s.pos
+	raw, err := s.rawKey()
+	if err != nil {
+		return "", err
+	}
+	name, ok := unquote(raw)
+	if !ok {
+		return "", fmt.Errorf("bad member name at byte %d", start)
+	}
+	return name, nil
+}
+
+// rawKey reads an object member's name, quotes included and undecoded, and
+// the colon after it: for members whose name does not matter, no string is
+// made.
+func (s *scanner) rawKey() ([]byte, error) {
 	s.skipSpace()
 	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-		return "", fmt.Errorf("expected a member name at byte %d", s.pos)
+		return nil, fmt.Errorf("expected a member name at byte %d", s.pos)
 	}
 	start := s.pos
 	if err := s.skipString(); err != nil {
-		return "", err
+		return nil, err
 	}
 	raw := s.data[start:s.pos]
-	var name string
-	if bytes.IndexByte(raw, '\\') < 0 {
-		name = string(raw[1 : len(raw)-1])
-	} else if err := json.Unmarshal(raw, &name); err != nil {
-		return "", fmt.Errorf("bad member name at byte %d: %v", start, err)
-	}
 	s.skipSpace()
 	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-		return "", fmt.Errorf("expected ':' at byte %d", s.pos)
+		return nil, fmt.Errorf("expected ':' at byte %d", s.pos)
 	}
 	s.pos++
 	s.skipSpace()
-	return name, nil
+	return raw, nil
 }
 
 func (s *scanner) skipString() error {
@@ -395,7 +446,7 @@ func (s *scanner) skipValue(depth int) error {
 			return nil
 		}
 		for {
-			if _, err := s.key(); err != nil {
+			if _, err := s.rawKey(); err != nil {
 				return err
 			}
 			if err := s.skipValue(depth + 1); err != nil {

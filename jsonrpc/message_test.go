@@ -123,6 +123,19 @@ func TestFieldAndString(t *testing.T) {
 	if _, ok := Field(json.RawMessage(`[1]`), "a"); ok {
 		t.Fatal("found a key in an array")
 	}
+	if s, ok := String(obj, "update", "sessionUpdate"); !ok || s != "agent_message_chunk" {
+		t.Fatalf("path lookup = %q %v", s, ok)
+	}
+	if s, ok := String(obj, "update", "content", "text"); !ok || s != `x,"y"}` {
+		t.Fatalf("escaped string at a path = %q %v", s, ok)
+	}
+	if _, ok := Field(obj, "sessionId", "x"); ok {
+		t.Fatal("descended into a string")
+	}
+	// The path stops at its member: what follows is not read, even if broken.
+	if s, ok := String(json.RawMessage(`{"u":{"k":"v", BROKEN`), "u", "k"); !ok || s != "v" {
+		t.Fatalf("lookup read past its member: %q %v", s, ok)
+	}
 }
 
 func TestMembers(t *testing.T) {

@@ -20,19 +20,60 @@ type Writer struct {
 	mu      sync.Mutex
 	w       io.Writer
 	scratch []byte
+	queued  []byte // frames Queue has taken and not yet written
 	err     error
 }
 
 // NewWriter returns a Writer for w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
-// WriteFrame writes frame followed by a newline.
-func (w *Writer) WriteFrame(frame []byte) error {
+// Queue takes frame to be written with the frames after it: it is written
+// when the queue would outgrow one small frame's worth of bytes, or at the
+// next Flush or WriteFrame. A relay that queues each frame it reads and
+// flushes before it waits for more input writes bursts in few calls and
+// never holds a frame back.
+func (w *Writer) Queue(frame []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.queued)+len(frame)+1 > smallFrame && w.flushLocked() != nil {
+		return w.err
+	}
 	if w.err != nil {
 		return w.err
 	}
+	if len(frame) > smallFrame {
+		return w.writeLocked(frame)
+	}
+	w.queued = append(append(w.queued, frame...), '\n')
+	return nil
+}
+
+// Flush writes the queued frames.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *Writer) flushLocked() error {
+	if w.err == nil && len(w.queued) > 0 {
+		_, w.err = w.w.Write(w.queued)
+	}
+	w.queued = w.queued[:0]
+	return w.err
+}
+
+// WriteFrame writes the queued frames, then frame, followed by a newline.
+func (w *Writer) WriteFrame(frame []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.flushLocked() != nil {
+		return w.err
+	}
+	return w.writeLocked(frame)
+}
+
+func (w *Writer) writeLocked(frame []byte) error {
 	if len(frame) <= smallFrame {
 		w.scratch = append(append(w.scratch[:0], frame...), '\n')
 		_, w.err = w.w.Write(w.scratch)

@@ -186,7 +186,7 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			hint := ""
+			hint := "this is not valid TOML there: strings need quotes, lists [ ] and tables [[rule]] (see https://toml.io)"
 			if pe.Usage != "" {
 				hint = strings.SplitN(strings.TrimSpace(pe.Usage), "\n", 2)[0]
 			}

@@ -29,7 +29,7 @@ func TestParseRejectsWithPositionAndHint(t *testing.T) {
 		{"mcp without slash", "[[rule]]\ndecision = \"allow\"\nmcp = \"github\"\n", "rules.toml:3:1", "has no '/'", "github/get_issue"},
 		{"url without scheme", "[[rule]]\ndecision = \"allow\"\nurl = \"example.com/*\"\n", "rules.toml:3:1", "needs a scheme", "domain:example.com"},
 		{"unlock on deny", "[[rule]]\ndecision = \"deny\"\npath = \"~/.ssh/**\"\nunlock_protected = true\n", "rules.toml:1:1", "only makes sense on an allow rule", ""},
-		{"syntax error", "[[rule]]\ndecision = \"allow\n", "rules.toml:2:", "", ""},
+		{"syntax error", "[[rule]]\ndecision = \"allow\n", "rules.toml:2:", "", "not valid TOML"},
 		{"unknown mcp key", "[mcp.github]\nread_only = [\"x\"]\n", "rules.toml:2:1", `unknown key "read_only" in [mcp.github]`, `did you mean "read_only_tools"?`},
 	}
 	for _, tt := range tests {

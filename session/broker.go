@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,9 +201,20 @@ const (
 	fromEditor = "editor"
 )
 
+// bigFrame is the size above which a frame's memory is handed back as soon
+// as the frame is relayed, so that two large messages never hold the heap
+// at once.
+const bigFrame = 4 << 20
+
 // readAgent relays the agent's output until it ends, in the order read.
+// Frames are queued and written together, but always before the relay waits
+// for more input, so a burst costs few writes and no frame is held back.
 func (b *broker) readAgent(r *jsonrpc.Reader) {
+	defer b.flushEditor()
 	for {
+		if !r.HasFrame() {
+			b.flushEditor()
+		}
 		frame, err := r.Next()
 		if err != nil {
 			var tl *jsonrpc.TooLargeError
@@ -246,7 +258,20 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 				}
 			}
 		}
-		b.toEditor("agent->editor", frame)
+		b.trace.record("agent->editor", frame, "")
+		if b.editor.Queue(frame) != nil {
+			b.markEditorGone()
+		}
+		if len(frame) > bigFrame {
+			r.Release()
+			runtime.GC()
+		}
+	}
+}
+
+func (b *broker) flushEditor() {
+	if b.editor.Flush() != nil {
+		b.markEditorGone()
 	}
 }
 

@@ -208,13 +208,13 @@ func (t *tracker) evictSession() {
 // tool_call and tool_call_update are decoded; every other update, however
 // large, is passed over after reading its type.
 func (t *tracker) update(params json.RawMessage) {
-	upd, ok := jsonrpc.Field(params, "update")
-	if !ok {
-		return
-	}
-	switch kind, _ := jsonrpc.String(upd, "sessionUpdate"); kind {
+	switch kind, _ := jsonrpc.String(params, "update", "sessionUpdate"); kind {
 	case "tool_call", "tool_call_update":
 	default:
+		return
+	}
+	upd, ok := jsonrpc.Field(params, "update")
+	if !ok {
 		return
 	}
 	sessionID, ok := jsonrpc.String(params, "sessionId")
