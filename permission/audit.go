@@ -32,10 +32,13 @@ type Record struct {
 	Source string `json:"source"`
 	// Asked says why a request went to the human: the source that asked
 	// ("default", "rule", "protected", "not understood", ...).
-	Asked    string  `json:"asked,omitempty"`
-	Rule     string  `json:"rule,omitempty"` // file:line
-	RuleID   string  `json:"rule_id,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
+	Asked  string `json:"asked,omitempty"`
+	Rule   string `json:"rule,omitempty"` // file:line
+	RuleID string `json:"rule_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Channel and Who say which channel answered, and who, where it knows.
+	Channel  string  `json:"channel,omitempty"`
+	Who      string  `json:"who,omitempty"`
 	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
 	OptionKd string  `json:"option_kind,omitempty"` // its kind
 	Latency  float64 `json:"latency_ms"`

@@ -25,6 +25,8 @@ type Engine struct {
 	// Agent names the agent in audit records.
 	Agent string
 	Home  string
+	// Asker routes what the rules leave open; nil asks the editor only.
+	Asker *Asker
 	// StateDir holds the remembered answers shared by every broker.
 	StateDir string
 
@@ -114,13 +116,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
 	var params permissionParams
 	if err := json.Unmarshal(c.Params, &params); err != nil || len(params.ToolCall) == 0 {
-		e.forward(c, rec, start, "not understood", "the request's params cannot be read", nil)
+		e.ask(c, params, &rules.Request{}, rec, start, "not understood", "the request's params cannot be read", nil)
 		return
 	}
 	p, mode, err := e.policy(c)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
-		e.forward(c, rec, start, "config error", err.Error(), nil)
+		e.ask(c, params, &rules.Request{}, rec, start, "config error", err.Error(), nil)
 		return
 	}
 	ctx := e.context(c, mode)
@@ -147,12 +149,12 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	case rules.Deny:
 		want = []string{"reject_once", "reject_always"}
 	default:
-		e.forward(c, rec, start, v.Source, v.Reason, e.rememberer(c, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c, req, p.Remember))
 		return
 	}
 	opt, ok := pick(params.Options, want)
 	if !ok {
-		e.forward(c, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c, req, p.Remember))
 		return
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
@@ -173,52 +175,6 @@ func pick(options []option, kinds []string) (option, bool) {
 		}
 	}
 	return option{}, false
-}
-
-// forward sends the request to the editor unchanged and writes the audit
-// record when the editor answers, or when the request ends unanswered. An
-// answer of kind allow_always or reject_always goes to remember, if set.
-func (e *Engine) forward(c *session.Call, rec Record, start time.Time, source, reason string, remember func(kind string) string) {
-	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
-	answered := make(chan Record, 1)
-	e.unanswered.Add(1)
-	c.Forward(func(answer *jsonrpc.Message) {
-		r := rec
-		r.Decision = "answered"
-		var res struct {
-			Outcome struct {
-				Outcome  string `json:"outcome"`
-				OptionID string `json:"optionId"`
-			} `json:"outcome"`
-		}
-		switch {
-		case answer.Error != nil:
-			r.Decision = "error"
-		case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
-			r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
-			if o, ok := optionByID(c, res.Outcome.OptionID); ok {
-				r.OptionKd = o.Kind
-				r.Decision = decisionOf(o.Kind)
-				if remember != nil && (o.Kind == "allow_always" || o.Kind == "reject_always") {
-					r.Remembered = remember(o.Kind)
-				}
-			}
-		}
-		answered <- r
-	})
-	go func() {
-		defer e.unanswered.Done()
-		<-c.Context().Done()
-		var r Record
-		select {
-		case r = <-answered:
-		default:
-			r = rec
-			r.Decision = "unanswered"
-		}
-		r.Latency = ms(time.Since(start))
-		e.write(r)
-	}()
 }
 
 // rememberer returns what remembers an "always" answer to this request.
@@ -343,7 +299,14 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		c.Forward(nil)
 		return
 	}
-	input := map[string]any{"command": append([]string{params.Command}, params.Args...)}
+	var input map[string]any
+	if len(params.Args) == 0 && strings.ContainsAny(params.Command, " \t\n;&|<>$`'\"") {
+		// A whole command line in "command": an editor may run it through a
+		// shell, so it is read as one.
+		input = map[string]any{"command": params.Command}
+	} else {
+		input = map[string]any{"command": append([]string{params.Command}, params.Args...)}
+	}
 	if params.Cwd != "" {
 		input["cwd"] = params.Cwd
 	}
@@ -371,7 +334,11 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 	switch {
 	case v.Decision == rules.Deny:
 		fillVerdict(&rec, v)
-		c.RespondError(jsonrpc.CodeServerError, fmt.Sprintf("acp-broker denied this: rule %s: %s", ruleName(v.Rule), v.Reason))
+		msg := "acp-broker denied this: rule " + ruleName(v.Rule)
+		if v.Reason != "" {
+			msg += ": " + v.Reason
+		}
+		c.RespondError(jsonrpc.CodeServerError, msg)
 	case protected:
 		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "protected", reason
 		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+reason)

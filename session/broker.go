@@ -375,7 +375,7 @@ func (b *broker) intercept(frame []byte) {
 	raw := clone(frame)
 	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel}
+	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
 	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
 	if sessionID != "" {
 		c.Session = b.tracker.info(sessionID)
@@ -456,14 +456,15 @@ func (b *broker) agentCancelled(params json.RawMessage) bool {
 // answer: it saw the same session/cancel.
 func (b *broker) cancelSession(sessionID string) {
 	b.mu.Lock()
-	var held []*Call
+	var calls []*Call
 	for _, c := range b.calls {
 		if c.Session.ID == sessionID && c.Method == "session/request_permission" {
-			held = append(held, c)
+			calls = append(calls, c)
 		}
 	}
 	b.mu.Unlock()
-	for _, c := range held {
+	for _, c := range calls {
+		c.sessionCancelledOnce.Do(func() { close(c.sessionCancelled) })
 		if !c.isForwarded() {
 			c.RespondCancelled()
 		}

@@ -63,7 +63,17 @@ type Call struct {
 	mu       sync.Mutex
 	state    callState
 	onAnswer func(answer *jsonrpc.Message)
+
+	sessionCancelled     chan struct{}
+	sessionCancelledOnce sync.Once
 }
+
+// SessionCancelled is closed when the editor cancels the call's session
+// with session/cancel. A call only the broker holds is then answered
+// cancelled at once; a call the editor was sent is the editor's to answer,
+// but a policy that also asked elsewhere withdraws those prompts and may
+// answer it cancelled itself.
+func (c *Call) SessionCancelled() <-chan struct{} { return c.sessionCancelled }
 
 // Context is cancelled when the call has been answered, whoever answered it,
 // or can no longer be (the agent cancelled it, or the broker is stopping).

@@ -1,0 +1,151 @@
+// Package notify asks a human outside the editor: it shows a permission
+// request on a channel (a command such as notify-send, a phone through ntfy,
+// a webhook, another terminal) and brings back the answer.
+//
+// It owns the channels and the prompt they carry. It decides nothing, never
+// picks an answer itself, and never turns a failure or a timeout into one:
+// a channel that cannot get an answer returns an error, and the caller goes
+// on waiting for the other places the request was sent.
+package notify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// PromptVersion is the version of the Prompt object that channels receive.
+const PromptVersion = 1
+
+// Prompt is what a channel shows the human: one permission request.
+type Prompt struct {
+	Version int `json:"version"`
+	// ID names the request among every pending one of this user's brokers.
+	ID      string `json:"id"`
+	Session string `json:"session,omitempty"`
+	Agent   string `json:"agent"`
+	Title   string `json:"title,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	// Commands, Paths, URLs and MCP say what the request would do.
+	Commands []string `json:"commands,omitempty"`
+	Paths    []string `json:"paths,omitempty"`
+	URLs     []string `json:"urls,omitempty"`
+	MCP      string   `json:"mcp,omitempty"`
+	// Reason says why the broker asks.
+	Reason  string   `json:"reason,omitempty"`
+	Options []Option `json:"options"`
+	// Deadline is when the request will be rejected unanswered; zero for
+	// none.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Digest binds an answer to this request's exact content: a channel's
+	// answer must carry it.
+	Digest string `json:"digest"`
+}
+
+// Option is one of the answers the agent offered.
+type Option struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"` // allow_once, allow_always, reject_once, reject_always
+	Name string `json:"name"`
+}
+
+// Digest computes a request's digest from its exact bytes.
+func Digest(request []byte) string {
+	sum := sha256.Sum256(request)
+	return hex.EncodeToString(sum[:])
+}
+
+// Answer is a human's answer, as a channel brought it back.
+type Answer struct {
+	// OptionID is the chosen option; it is always one of the prompt's.
+	OptionID string
+	Channel  string // which channel answered
+	Who      string // who answered, where the channel knows
+}
+
+// Channel shows prompts somewhere and brings back answers.
+type Channel interface {
+	// Name is the channel's name from the config.
+	Name() string
+	// Ask shows the prompt and waits for the human's answer. When ctx ends
+	// first (the request was answered elsewhere, withdrawn, or timed out),
+	// Ask retracts the prompt where it can (context.Cause(ctx) says what
+	// happened, as an *Outcome when it is known) and returns ctx's error.
+	// Any failure to get an answer is an error, never an answer.
+	Ask(ctx context.Context, p Prompt) (Answer, error)
+}
+
+// Outcome is why a prompt was retracted, for channels that can say so.
+type Outcome struct {
+	By       string // "editor", a channel's name, "timeout", "cancel"
+	Decision string // "allow", "deny", "cancelled"
+}
+
+func (o *Outcome) Error() string {
+	if o.Decision == "" {
+		return "answered by " + o.By
+	}
+	return fmt.Sprintf("answered %s by %s", o.Decision, o.By)
+}
+
+// ErrNoAnswer is what a channel returns when it got no usable answer.
+var ErrNoAnswer = errors.New("no answer")
+
+// Choose maps what a human sent back, an option id or a decision kind
+// ("allow_once", "allow_always", "reject_once", "reject_always"), to one of
+// the prompt's options. Anything else is no answer: an answer can only choose
+// among the options the agent offered.
+func (p Prompt) Choose(optionID, kind string) (Option, error) {
+	switch {
+	case optionID != "" && kind != "":
+		return Option{}, fmt.Errorf("%w: both an option and a decision", ErrNoAnswer)
+	case optionID != "":
+		if i := slices.IndexFunc(p.Options, func(o Option) bool { return o.ID == optionID }); i >= 0 {
+			return p.Options[i], nil
+		}
+		return Option{}, fmt.Errorf("%w: option %q was not offered", ErrNoAnswer, optionID)
+	case kind != "":
+		if i := slices.IndexFunc(p.Options, func(o Option) bool { return o.Kind == kind }); i >= 0 {
+			return p.Options[i], nil
+		}
+		return Option{}, fmt.Errorf("%w: no %s option was offered", ErrNoAnswer, kind)
+	}
+	return Option{}, fmt.Errorf("%w: the answer names no option", ErrNoAnswer)
+}
+
+// Summary is a short text of what the prompt asks, for notification bodies:
+// the commands, paths, URLs or tool the human is approving, cut safely to
+// at most limit bytes of whole characters.
+func (p Prompt) Summary(limit int) string {
+	var parts []string
+	parts = append(parts, p.Commands...)
+	parts = append(parts, p.Paths...)
+	parts = append(parts, p.URLs...)
+	if p.MCP != "" {
+		parts = append(parts, "MCP "+p.MCP)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, p.Title)
+	}
+	return Truncate(strings.Join(parts, "\n"), limit)
+}
+
+// Truncate cuts s to at most limit bytes without splitting a character, and
+// marks the cut.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	const mark = "…"
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:max(cut, 0)] + mark
+}

@@ -1,0 +1,239 @@
+package permission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/notify"
+	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+// Asker sends the requests the rules leave open to a human: to the editor,
+// to the channels, or to both, and applies the first answer. Every other
+// prompt is then withdrawn: the editor's with $/cancel_request, a channel's
+// by ending its context, with the outcome as the cause.
+type Asker struct {
+	// Route is "editor", "channels" or "both".
+	Route string
+	// EscalateAfter, with route "editor", asks the channels too if the
+	// editor has not answered by then.
+	EscalateAfter time.Duration
+	// Timeout rejects a request nobody answered by then.
+	Timeout  time.Duration
+	Channels []Channel
+	// Local, if not nil, lists every open request for `acp-broker pending`
+	// and takes answers from `acp-broker answer`, whatever the route.
+	Local notify.Channel
+
+	nextID atomic.Uint64
+}
+
+// Channel is a configured channel and how long it may wait.
+type Channel struct {
+	notify.Channel
+	Timeout time.Duration
+}
+
+// ask puts a request to the human as the route says, and writes its one
+// audit line when it is answered (or ends unanswered).
+func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind string) string) {
+	a := e.Asker
+	if a == nil || len(params.Options) == 0 {
+		// With no options to choose from, only the editor can answer.
+		a = &Asker{Route: "editor"}
+	}
+	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
+	ctx, withdraw := context.WithCancelCause(c.Context())
+	answered := make(chan Record, 1)
+	e.unanswered.Add(1)
+
+	// win records the first answer; only the one that won calls it.
+	win := func(r Record, kind string) {
+		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
+			r.Remembered = remember(kind)
+		}
+		answered <- r
+	}
+
+	prompt := e.prompt(a, c, params, req, reason)
+	toEditor := a.Route != "channels"
+	if toEditor {
+		c.Forward(func(answer *jsonrpc.Message) {
+			r := rec
+			r.Decision = "answered"
+			kind := ""
+			var res struct {
+				Outcome struct {
+					Outcome  string `json:"outcome"`
+					OptionID string `json:"optionId"`
+				} `json:"outcome"`
+			}
+			switch {
+			case answer.Error != nil:
+				r.Decision = "error"
+			case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
+				r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
+				if o, ok := optionByID(c, res.Outcome.OptionID); ok {
+					kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
+				}
+			}
+			withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
+			win(r, kind)
+		})
+	}
+
+	channelsAsked := atomic.Bool{}
+	askChannels := func() {
+		if !channelsAsked.CompareAndSwap(false, true) {
+			return
+		}
+		for _, ch := range a.Channels {
+			go e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, win)
+		}
+	}
+	if a.Local != nil {
+		go e.askChannel(ctx, withdraw, c, a.Local, 0, prompt, rec, win)
+	}
+	switch {
+	case a.Route == "channels" || a.Route == "both":
+		askChannels()
+	case a.EscalateAfter > 0 && len(a.Channels) > 0:
+		go func() {
+			t := time.NewTimer(a.EscalateAfter)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				e.Log.Info("nobody answered in the editor; asking the channels too", "after", a.EscalateAfter.String())
+				askChannels()
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	go func() {
+		var timeout <-chan time.Time
+		if a.Timeout > 0 {
+			t := time.NewTimer(a.Timeout)
+			defer t.Stop()
+			timeout = t.C
+		}
+		cancelled := c.SessionCancelled()
+		for {
+			select {
+			case <-timeout:
+				opt, ok := pick(params.Options, []string{"reject_once", "reject_always"})
+				withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
+				if ok && c.SelectOption(opt.OptionID) {
+					r := rec
+					r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
+					r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
+					win(r, opt.Kind)
+				}
+				return
+			case <-cancelled:
+				cancelled = nil
+				if !channelsAsked.Load() && toEditor {
+					continue // only the editor has it, and it saw the cancel
+				}
+				// The editor cancelled the turn: every prompt of it is
+				// withdrawn and the agent answered cancelled.
+				withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
+				if c.RespondCancelled() {
+					r := rec
+					r.Decision, r.Source = "cancelled", "cancel"
+					win(r, "")
+				}
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	go func() {
+		defer e.unanswered.Done()
+		<-c.Context().Done()
+		withdraw(context.Canceled)
+		var r Record
+		select {
+		case r = <-answered:
+		default:
+			r = rec
+			r.Decision = "unanswered"
+		}
+		r.Latency = ms(time.Since(start))
+		e.write(r)
+	}()
+}
+
+// askChannel asks one channel and applies its answer if it is the first.
+func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c *session.Call, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, win func(Record, string)) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	ans, err := ch.Ask(ctx, p)
+	if err != nil {
+		if ctx.Err() == nil || timeout > 0 {
+			e.Log.Info("no answer from a channel", "channel", ch.Name(), "err", err)
+		}
+		return
+	}
+	opt, err := p.Choose(ans.OptionID, "")
+	if err != nil {
+		e.Log.Warn("a channel's answer names no offered option; ignored", "channel", ch.Name(), "err", err)
+		return
+	}
+	withdraw(&notify.Outcome{By: ch.Name(), Decision: decisionOf(opt.Kind)})
+	if !c.SelectOption(opt.ID) {
+		e.Log.Info("discarded a late answer: the request was already answered", "channel", ch.Name(), "option", opt.ID)
+		return
+	}
+	r := rec
+	r.Decision, r.Source, r.Channel, r.Who = decisionOf(opt.Kind), "channel", ch.Name(), ans.Who
+	r.Option, r.OptionKd = opt.ID, opt.Kind
+	win(r, opt.Kind)
+}
+
+// prompt builds what the channels show for a request.
+func (e *Engine) prompt(a *Asker, c *session.Call, params permissionParams, req *rules.Request, reason string) notify.Prompt {
+	p := notify.Prompt{
+		Version: notify.PromptVersion,
+		ID:      fmt.Sprintf("%d-%d", os.Getpid(), a.nextID.Add(1)),
+		Session: c.Session.ID,
+		Agent:   e.Agent,
+		Title:   req.Title,
+		Kind:    req.Kind,
+		Reason:  reason,
+		Digest:  notify.Digest(c.Raw()),
+	}
+	if req.Script != nil {
+		for _, sc := range req.Script.Commands {
+			p.Commands = append(p.Commands, strings.Join(sc.Argv, " "))
+		}
+	}
+	for _, path := range req.Paths {
+		p.Paths = append(p.Paths, path.Abs)
+	}
+	for _, u := range req.URLs {
+		p.URLs = append(p.URLs, u.Raw)
+	}
+	if req.MCP != nil {
+		p.MCP = req.MCP.String()
+	}
+	for _, o := range params.Options {
+		p.Options = append(p.Options, notify.Option{ID: o.OptionID, Kind: o.Kind, Name: o.Name})
+	}
+	if a.Timeout > 0 {
+		p.Deadline = time.Now().Add(a.Timeout).UTC()
+	}
+	return p
+}
