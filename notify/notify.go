@@ -143,9 +143,12 @@ func Truncate(s string, limit int) string {
 		return s
 	}
 	const mark = "…"
+	if limit < len(mark) {
+		return ""
+	}
 	cut := limit - len(mark)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:max(cut, 0)] + mark
+	return s[:cut] + mark
 }

@@ -130,11 +130,11 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 			case <-timeout:
 				opt, ok := pick(params.Options, []string{"reject_once", "reject_always"})
 				withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
-				if ok && c.SelectOption(opt.OptionID) {
+				if ok {
 					r := rec
 					r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
 					r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
-					win(r, opt.Kind)
+					c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
 				}
 				return
 			case <-cancelled:
@@ -145,11 +145,9 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 				// The editor cancelled the turn: every prompt of it is
 				// withdrawn and the agent answered cancelled.
 				withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
-				if c.RespondCancelled() {
-					r := rec
-					r.Decision, r.Source = "cancelled", "cancel"
-					win(r, "")
-				}
+				r := rec
+				r.Decision, r.Source = "cancelled", "cancel"
+				c.RespondCancelledAs(func() { win(r, "") })
 				return
 			case <-ctx.Done():
 				return
@@ -192,15 +190,15 @@ func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFun
 		e.Log.Warn("a channel's answer names no offered option; ignored", "channel", ch.Name(), "err", err)
 		return
 	}
-	withdraw(&notify.Outcome{By: ch.Name(), Decision: decisionOf(opt.Kind)})
-	if !c.SelectOption(opt.ID) {
-		e.Log.Info("discarded a late answer: the request was already answered", "channel", ch.Name(), "option", opt.ID)
-		return
-	}
 	r := rec
 	r.Decision, r.Source, r.Channel, r.Who = decisionOf(opt.Kind), "channel", ch.Name(), ans.Who
 	r.Option, r.OptionKd = opt.ID, opt.Kind
-	win(r, opt.Kind)
+	if !c.SelectOptionAs(opt.ID, func() {
+		withdraw(&notify.Outcome{By: ch.Name(), Decision: decisionOf(opt.Kind)})
+		win(r, opt.Kind)
+	}) {
+		e.Log.Info("discarded a late answer: the request was already answered", "channel", ch.Name(), "option", opt.ID)
+	}
 }
 
 // prompt builds what the channels show for a request.

@@ -102,30 +102,41 @@ func (c *Call) Forward(onAnswer func(answer *jsonrpc.Message)) bool {
 // Respond answers the agent with a result. If the editor was also asked, its
 // prompt is withdrawn with $/cancel_request and its late answer discarded.
 // Respond reports false if the call was already answered.
-func (c *Call) Respond(result any) bool {
+func (c *Call) Respond(result any) bool { return c.respond(result, nil) }
+
+func (c *Call) respond(result any, won func()) bool {
 	frame, err := jsonrpc.NewResult(c.ID, result)
 	if err != nil {
 		c.b.log.Error("cannot encode the broker's answer; the request stays open", "method", c.Method, "err", err)
 		return false
 	}
-	return c.answer(frame)
+	return c.answer(frame, won)
 }
 
 // RespondError answers the agent with a JSON-RPC error.
 func (c *Call) RespondError(code int64, message string) bool {
-	return c.answer(jsonrpc.NewError(c.ID, code, message))
+	return c.answer(jsonrpc.NewError(c.ID, code, message), nil)
 }
 
 // SelectOption answers a session/request_permission with the option whose
 // optionId is given.
-func (c *Call) SelectOption(optionID string) bool {
-	return c.Respond(permissionOutcome{Outcome: outcome{Outcome: "selected", OptionID: optionID}})
+func (c *Call) SelectOption(optionID string) bool { return c.SelectOptionAs(optionID, nil) }
+
+// SelectOptionAs is SelectOption for one of several answerers racing: won,
+// if not nil, runs only if this answer is the one, before it is sent to the
+// agent and before Context ends, so whatever the answer should change (an
+// audit line, a remembered decision) is in place when anyone learns of it.
+func (c *Call) SelectOptionAs(optionID string, won func()) bool {
+	return c.respond(permissionOutcome{Outcome: outcome{Outcome: "selected", OptionID: optionID}}, won)
 }
 
 // RespondCancelled answers a session/request_permission with the cancelled
 // outcome, as ACP requires once the prompt turn was cancelled.
-func (c *Call) RespondCancelled() bool {
-	return c.Respond(permissionOutcome{Outcome: outcome{Outcome: "cancelled"}})
+func (c *Call) RespondCancelled() bool { return c.RespondCancelledAs(nil) }
+
+// RespondCancelledAs is RespondCancelled with a won hook, as SelectOptionAs.
+func (c *Call) RespondCancelledAs(won func()) bool {
+	return c.respond(permissionOutcome{Outcome: outcome{Outcome: "cancelled"}}, won)
 }
 
 type permissionOutcome struct {
@@ -144,7 +155,7 @@ func (c *Call) RequestEditor(ctx context.Context, method string, params any) (*j
 	return c.b.requestEditor(ctx, method, params)
 }
 
-func (c *Call) answer(frame []byte) bool {
+func (c *Call) answer(frame []byte, won func()) bool {
 	c.mu.Lock()
 	prev := c.state
 	if prev == answered {
@@ -153,6 +164,9 @@ func (c *Call) answer(frame []byte) bool {
 	}
 	c.state = answered
 	c.mu.Unlock()
+	if won != nil {
+		won()
+	}
 	c.b.endCall(c)
 	c.b.toAgent("broker->agent", frame)
 	if prev == forwarded {

@@ -139,6 +139,8 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newTrustCmd(stdout, stderr),
 		newInitCmd(stdout),
 		newRememberedCmd(stdout),
+		newPendingCmd(stdout),
+		newAnswerCmd(stdout),
 	)
 	return cmd
 }
@@ -254,8 +256,20 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 	if err != nil {
 		return nil, nil, userError(1, fmt.Sprintf("cannot open the audit log: %v", err), `pass --audit FILE, or --audit off`)
 	}
-	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir}
-	return engine, func() { engine.Close(time.Second) }, nil
+	startPolicy, err := source.Policy(cwd)
+	if err != nil {
+		return nil, nil, configError(err)
+	}
+	asker, closeAsker, err := newAsker(startPolicy, logger)
+	if err != nil {
+		audit.Close()
+		return nil, nil, err
+	}
+	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir, Asker: asker}
+	return engine, func() {
+		engine.Close(time.Second)
+		closeAsker()
+	}, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

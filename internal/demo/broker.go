@@ -39,6 +39,7 @@ type brokerFiles struct {
 	trace  string // --trace
 	config string // XDG_CONFIG_HOME
 	state  string // XDG_STATE_HOME
+	run    string // XDG_RUNTIME_DIR, where the broker's answer socket goes
 	text   string // the rule file's text
 }
 
@@ -50,6 +51,7 @@ func newBrokerFiles(dir string, noRulesAtAll bool) (*brokerFiles, error) {
 		trace:  filepath.Join(dir, "trace.jsonl"),
 		config: filepath.Join(dir, "config"),
 		state:  filepath.Join(dir, "state"),
+		run:    filepath.Join(dir, "run"),
 		text:   demoRules,
 	}
 	if noRulesAtAll {
@@ -57,6 +59,9 @@ func newBrokerFiles(dir string, noRulesAtAll bool) (*brokerFiles, error) {
 	}
 	if err := os.WriteFile(f.rules, []byte(f.text), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the demo's rules: %w", err)
+	}
+	if err := os.Mkdir(f.run, 0o700); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
@@ -69,9 +74,10 @@ func (f *brokerFiles) args(self string) []string {
 }
 
 // env returns the broker's environment: this process's, with the XDG
-// directories moved into the run's temporary directory.
+// directories (config, state, and the runtime directory of its answer
+// socket) moved into the run's temporary directory.
 func (f *brokerFiles) env() []string {
-	return append(os.Environ(), "XDG_CONFIG_HOME="+f.config, "XDG_STATE_HOME="+f.state)
+	return append(os.Environ(), "XDG_CONFIG_HOME="+f.config, "XDG_STATE_HOME="+f.state, "XDG_RUNTIME_DIR="+f.run)
 }
 
 // traceRecord is one line of the broker's --trace file.

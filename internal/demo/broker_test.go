@@ -123,7 +123,7 @@ func TestBrokerArgs(t *testing.T) {
 		t.Errorf("args:\n%q\nwant:\n%q", got, want)
 	}
 	env := f.env()
-	if got := env[len(env)-2:]; !reflect.DeepEqual(got, []string{"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "XDG_STATE_HOME=" + filepath.Join(dir, "state")}) {
+	if got := env[len(env)-3:]; !reflect.DeepEqual(got, []string{"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"), "XDG_STATE_HOME=" + filepath.Join(dir, "state"), "XDG_RUNTIME_DIR=" + filepath.Join(dir, "run")}) {
 		t.Errorf("the environment ends with %q, want the XDG directories in %s", got, dir)
 	}
 	b, err := os.ReadFile(f.rules)

@@ -1,0 +1,30 @@
+#!/bin/sh
+# An acp-broker exec channel: a push to your phone through ntfy, with curl
+# alone. (The built-in ntfy channel does the same with signed answers and
+# updates the notification once decided; use this where you want a script.)
+#
+#   [[channel]]
+#   name = "phone"
+#   type = "exec"
+#   command = ["/path/to/ntfy-curl.sh"]
+#   timeout = "10m"
+#
+# NTFY_TOPIC must be a long random name: whoever knows it can read your
+# prompts. Answers come back on "$NTFY_TOPIC-reply", carrying a one-time
+# nonce, so a stale or made-up answer does not match.
+set -eu
+server=${NTFY_SERVER:-https://ntfy.sh}
+topic=${NTFY_TOPIC:?set NTFY_TOPIC}
+reply="$topic-reply"
+nonce=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+since=$(date +%s)
+curl -fsS -H "Title: $ACP_BROKER_AGENT asks" -H "Priority: high" \
+	-H "Actions: http, Allow once, $server/$reply, body=allow_once:$nonce, clear=true; http, Reject, $server/$reply, body=reject_once:$nonce, clear=true" \
+	-d "$ACP_BROKER_SUMMARY" "$server/$topic" >/dev/null
+while :; do
+	answer=$(curl -fsS "$server/$reply/raw?poll=1&since=$since" | grep -m1 ":$nonce\$" || true)
+	case "$answer" in
+	allow_once:* | reject_once:*) printf '{"decision":"%s"}\n' "${answer%%:*}"; exit 0 ;;
+	esac
+	sleep 2
+done
