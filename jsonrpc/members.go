@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -59,4 +60,75 @@ func (s *scanner) atEnd() error {
 		return fmt.Errorf("unexpected data after the object at byte %d", s.pos)
 	}
 	return nil
+}
+
+// Strict checks a JSON value at every depth: no object repeats a member
+// name or has two names that differ only in case. It checks structure, not
+// the contents of strings and numbers, which the decoder that reads the
+// value checks anyway.
+func Strict(v json.RawMessage) error {
+	s := scanner{data: v}
+	if err := s.strictValue(1); err != nil {
+		return err
+	}
+	return s.atEnd()
+}
+
+func (s *scanner) strictValue(depth int) error {
+	if depth > maxDepth {
+		return errors.New("nested too deeply")
+	}
+	s.skipSpace()
+	if s.pos >= len(s.data) {
+		return errEnd
+	}
+	switch s.data[s.pos] {
+	case '{':
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			s.pos++
+			return nil
+		}
+		var seen map[string]string
+		for {
+			name, err := s.key()
+			if err != nil {
+				return err
+			}
+			folded := strings.ToLower(name)
+			if prev, dup := seen[folded]; dup {
+				if prev == name {
+					return fmt.Errorf("duplicate member %q", name)
+				}
+				return fmt.Errorf("members %q and %q differ only in case", prev, name)
+			}
+			if seen == nil {
+				seen = make(map[string]string)
+			}
+			seen[folded] = name
+			if err := s.strictValue(depth + 1); err != nil {
+				return err
+			}
+			if done, err := s.endOfMember('}'); done || err != nil {
+				return err
+			}
+		}
+	case '[':
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			s.pos++
+			return nil
+		}
+		for {
+			if err := s.strictValue(depth + 1); err != nil {
+				return err
+			}
+			if done, err := s.endOfMember(']'); done || err != nil {
+				return err
+			}
+		}
+	}
+	return s.skipValue(depth)
 }

@@ -69,6 +69,38 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideRead is BenchmarkDecide without reading: the requests are
+// read once, and only the decision against the rules is timed.
+func BenchmarkDecideRead(b *testing.B) {
+	for _, n := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			f, err := Parse("bench.toml", User, ruleFile(n))
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := NewPolicy([]*File{f}, testHome, nil)
+			ctx := Context{Cwd: testCwd, Home: testHome}
+			var reqs []*Request
+			for _, r := range typicalRequests {
+				reqs = append(reqs, ReadToolCallJSON(json.RawMessage(r), ctx))
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				p.Decide(reqs[i%len(reqs)])
+				times = append(times, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(times)
+			if len(times) > 0 {
+				b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "p50-µs")
+				b.ReportMetric(float64(times[len(times)*99/100].Nanoseconds())/1e3, "p99-µs")
+			}
+		})
+	}
+}
+
 // BenchmarkLoad parses and indexes rule files of 10 (the baseline) and
 // 1,000 rules.
 func BenchmarkLoad(b *testing.B) {

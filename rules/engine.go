@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 )
@@ -340,8 +341,15 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if !ok {
 				continue
 			}
-			pa := PathAccess{Abs: abs, Resolved: resolvePath(abs)}
-			if pat, ok := p.protectedPath(&pa); ok {
+			if pat, ok := p.protected.protects(abs, false); ok {
+				return arg, pat, true
+			}
+			// Only an existing file can be read through a link; most
+			// arguments are words, not paths, and cost one lstat.
+			if _, err := os.Lstat(abs); err != nil {
+				continue
+			}
+			if pat, ok := p.protected.protects(resolvePath(abs), false); ok {
 				return arg, pat, true
 			}
 		}

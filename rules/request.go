@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
 // Context is what the broker knows of the session a request belongs to.
@@ -386,65 +387,15 @@ func (r *Request) readMCP(input map[string]json.RawMessage) {
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
-// checkStrict walks a JSON value and refuses an object with a duplicated
-// key or keys that differ only in case, at any depth: decoders disagree on
-// which one counts, so the agent could show the user one thing and the
-// broker another.
+// checkStrict refuses a JSON value with a duplicated key or keys that differ
+// only in case, at any depth: decoders disagree on which one counts, so the
+// agent could show the user one thing and the broker another.
 func checkStrict(raw json.RawMessage) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	type frame struct {
-		object bool
-		keys   map[string]string
-		expect bool // the next string token is a key
+	if err := jsonrpc.Strict(raw); err != nil {
+		return err
 	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{':
-				if top != nil && top.object {
-					top.expect = true
-				}
-				stack = append(stack, &frame{object: true, keys: map[string]string{}, expect: true})
-				continue
-			case '[':
-				if top != nil && top.object {
-					top.expect = true
-				}
-				stack = append(stack, &frame{})
-				continue
-			default:
-				stack = stack[:len(stack)-1]
-				continue
-			}
-		case string:
-			if top != nil && top.object && top.expect {
-				folded := strings.ToLower(t)
-				if prev, dup := top.keys[folded]; dup {
-					if prev == t {
-						return fmt.Errorf("duplicate key %q", t)
-					}
-					return fmt.Errorf("keys %q and %q differ only in case", prev, t)
-				}
-				top.keys[folded] = t
-				top.expect = false
-				continue
-			}
-		}
-		if top != nil && top.object {
-			top.expect = true
-		}
+	if !json.Valid(raw) {
+		return fmt.Errorf("not valid JSON")
 	}
+	return nil
 }
