@@ -2,7 +2,6 @@ package jsonrpc
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -20,7 +19,7 @@ func Members(obj json.RawMessage) (map[string]json.RawMessage, error) {
 	}
 	s.pos++
 	members := make(map[string]json.RawMessage)
-	folded := make(map[string]string)
+	var names uniqueNames
 	s.skipSpace()
 	if s.pos < len(obj) && obj[s.pos] == '}' {
 		s.pos++
@@ -35,14 +34,9 @@ func Members(obj json.RawMessage) (map[string]json.RawMessage, error) {
 		if err := s.skipValue(1); err != nil {
 			return nil, err
 		}
-		lower := strings.ToLower(name)
-		if prev, dup := folded[lower]; dup {
-			if prev == name {
-				return nil, fmt.Errorf("duplicate member %q", name)
-			}
-			return nil, fmt.Errorf("members %q and %q differ only in case", prev, name)
+		if err := names.add(name); err != nil {
+			return nil, err
 		}
-		folded[lower] = name
 		members[name] = obj[start:s.pos]
 		done, err := s.endOfMember('}')
 		if err != nil {
@@ -67,68 +61,27 @@ func (s *scanner) atEnd() error {
 // the contents of strings and numbers, which the decoder that reads the
 // value checks anyway.
 func Strict(v json.RawMessage) error {
-	s := scanner{data: v}
-	if err := s.strictValue(1); err != nil {
+	s := scanner{data: v, strict: true}
+	if err := s.skipValue(1); err != nil {
 		return err
 	}
 	return s.atEnd()
 }
 
-func (s *scanner) strictValue(depth int) error {
-	if depth > maxDepth {
-		return errors.New("nested too deeply")
+// uniqueNames records an object's member names for a strict scan.
+type uniqueNames map[string]string
+
+func (u *uniqueNames) add(name string) error {
+	folded := strings.ToLower(name)
+	if prev, dup := (*u)[folded]; dup {
+		if prev == name {
+			return fmt.Errorf("duplicate member %q", name)
+		}
+		return fmt.Errorf("members %q and %q differ only in case", prev, name)
 	}
-	s.skipSpace()
-	if s.pos >= len(s.data) {
-		return errEnd
+	if *u == nil {
+		*u = make(uniqueNames)
 	}
-	switch s.data[s.pos] {
-	case '{':
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == '}' {
-			s.pos++
-			return nil
-		}
-		var seen map[string]string
-		for {
-			name, err := s.key()
-			if err != nil {
-				return err
-			}
-			folded := strings.ToLower(name)
-			if prev, dup := seen[folded]; dup {
-				if prev == name {
-					return fmt.Errorf("duplicate member %q", name)
-				}
-				return fmt.Errorf("members %q and %q differ only in case", prev, name)
-			}
-			if seen == nil {
-				seen = make(map[string]string)
-			}
-			seen[folded] = name
-			if err := s.strictValue(depth + 1); err != nil {
-				return err
-			}
-			if done, err := s.endOfMember('}'); done || err != nil {
-				return err
-			}
-		}
-	case '[':
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == ']' {
-			s.pos++
-			return nil
-		}
-		for {
-			if err := s.strictValue(depth + 1); err != nil {
-				return err
-			}
-			if done, err := s.endOfMember(']'); done || err != nil {
-				return err
-			}
-		}
-	}
-	return s.skipValue(depth)
+	(*u)[folded] = name
+	return nil
 }

@@ -356,6 +356,8 @@ func unquote(v json.RawMessage) (string, bool) {
 type scanner struct {
 	data []byte
 	pos  int
+	// strict refuses objects that repeat a member name (see Strict).
+	strict bool
 }
 
 var errEnd = errors.New("unexpected end of message")
@@ -445,8 +447,15 @@ func (s *scanner) skipValue(depth int) error {
 			s.pos++
 			return nil
 		}
+		var names uniqueNames
 		for {
-			if _, err := s.rawKey(); err != nil {
+			if !s.strict {
+				if _, err := s.rawKey(); err != nil {
+					return err
+				}
+			} else if name, err := s.key(); err != nil {
+				return err
+			} else if err := names.add(name); err != nil {
 				return err
 			}
 			if err := s.skipValue(depth + 1); err != nil {

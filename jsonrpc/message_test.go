@@ -213,3 +213,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestStrictLooksAtEveryDepth(t *testing.T) {
+	for _, ok := range []string{`{"a":{"b":1,"c":[{"d":2},{"d":3}]}}`, `[1,{"x":"y"}]`, `"s"`, `{}`} {
+		if err := Strict(json.RawMessage(ok)); err != nil {
+			t.Errorf("Strict(%s) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{`{"a":{"b":1,"b":2}}`, `[{"k":1,"K":2}]`, `{"a":[{"x":{"y":1,"Y":1}}]}`, `{"a":1} x`, `{"a":`} {
+		if err := Strict(json.RawMessage(bad)); err == nil {
+			t.Errorf("Strict(%s) accepted it", bad)
+		}
+	}
+}
