@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,44 +20,49 @@ import (
 // TestDemoBrokerDecides plays the demo's conversation twice, once with the
 // editor talking to the example agent directly and once through a real
 // broker process with the demo's rules. The editor must see the direct
-// conversation byte for byte, except the two permission requests the broker
-// decided itself (git status, allowed, and the force push, denied) and their
-// answers. The transcript, read from the broker's trace, must agree with the
-// editor's own pipes on everything the editor saw, and show the decided
-// requests exactly as the agent sent them, each followed by the broker's
-// answer: the same answer the editor gave in the direct run, with the rule
-// and its reason.
+// conversation byte for byte, except the three permission requests the
+// broker decided itself (git status, allowed, and the force push, denied, by
+// rules; the second npm test, allowed by the editor's earlier "always") and
+// their answers. The transcript, read from the broker's trace, must agree
+// with the editor's own pipes on everything the editor saw, and show the
+// decided requests exactly as the agent sent them, each followed by the
+// broker's answer: the same answer the editor gave in the direct run, with
+// the rule or remembered answer and its reason.
 func TestDemoBrokerDecides(t *testing.T) {
 	self := demoSelf(t)
 	ws := t.TempDir()
 	direct := runDemo(t, ws, demo.Options{Direct: true})
 	brokered := runDemo(t, ws, demo.Options{Self: self})
 
-	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_1", "call_2")
-	if len(decided) != 4 {
-		t.Fatalf("the direct run has %d messages about call_1 and call_2, want 2 requests and 2 answers:\n%s", len(decided), lines(decided))
+	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_1", "call_2", "call_4")
+	if len(decided) != 6 {
+		t.Fatalf("the direct run has %d messages about call_1, call_2 and call_4, want 3 requests and 3 answers:\n%s", len(decided), lines(decided))
 	}
 	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
 
-	var editorSide, brokerSide []demo.Entry
-	for _, e := range brokered.Entries {
-		if e.From == demo.Broker || e.To == demo.Broker {
-			brokerSide = append(brokerSide, e)
-		} else {
-			editorSide = append(editorSide, e)
-		}
-	}
+	editorSide, brokerSide := splitByBroker(brokered.Entries)
 	sameMessages(t, "the transcript's messages to and from the editor", brokered.Editor, editorSide)
+
+	// The "always" answer to call_3 was remembered as one entry, which then
+	// answered call_4.
+	id := rememberedAs(t, brokered, "call_3")
+	if !slices.ContainsFunc(editorSide, func(e demo.Entry) bool {
+		return strings.Contains(string(e.Raw), `"toolCallId":"call_3"`) && strings.HasSuffix(e.Note, "; remembered as "+id)
+	}) {
+		t.Errorf("the transcript does not say that call_3's answer was remembered as %s:\n%s", id, lines(editorSide))
+	}
 
 	want := []struct {
 		from, to demo.Party
 		like     demo.Entry // the direct run's message: the same bytes for a request, the same JSON for an answer
-		note     string
+		note     string     // a regular expression
 	}{
 		{demo.Agent, demo.Broker, decided[0], ""},
-		{demo.Broker, demo.Agent, decided[1], "allowed by rule git-status: reading the repository's state is harmless"},
+		{demo.Broker, demo.Agent, decided[1], regexp.QuoteMeta("allowed by rule git-status: reading the repository's state is harmless")},
 		{demo.Agent, demo.Broker, decided[2], ""},
-		{demo.Broker, demo.Agent, decided[3], "denied by rule no-force-push: force pushes rewrite shared history"},
+		{demo.Broker, demo.Agent, decided[3], regexp.QuoteMeta("denied by rule no-force-push: force pushes rewrite shared history")},
+		{demo.Agent, demo.Broker, decided[4], ""},
+		{demo.Broker, demo.Agent, decided[5], rememberedNote(id)},
 	}
 	if len(brokerSide) != len(want) {
 		t.Fatalf("the transcript has %d messages to or from the broker itself, want %d:\n%s", len(brokerSide), len(want), lines(brokerSide))
@@ -67,24 +73,72 @@ func TestDemoBrokerDecides(t *testing.T) {
 		if w.from == demo.Broker {
 			same = jsonEqual(g.Raw, w.like.Raw)
 		}
-		if g.From != w.from || g.To != w.to || !same || g.Note != w.note {
+		if g.From != w.from || g.To != w.to || !same || !regexp.MustCompile("^"+w.note+"$").MatchString(g.Note) {
 			t.Errorf("broker message %d:\n got %s → %s %s — %s\nwant %s → %s like %s — %s", i+1, g.From, g.To, g.Raw, g.Note, w.from, w.to, w.like.Raw, w.note)
 		}
 	}
 }
 
-// TestDemoBrokerWithoutRulesChangesNothing plays the conversation direct and
-// through a broker with an empty rule file: the broker then decides nothing,
-// and the editor must see the same messages in the same order, byte for
-// byte, as the transcript read from the broker's trace does.
-func TestDemoBrokerWithoutRulesChangesNothing(t *testing.T) {
+// TestDemoBrokerWithoutRulesDecidesOnlyRemembered plays the conversation
+// direct and through a broker with an empty rule file: the broker then
+// decides nothing but the request that the editor's earlier "always" answer
+// covers (the second npm test), and the editor must see the same messages
+// in the same order, byte for byte, but that request and its answer, as the
+// transcript read from the broker's trace does.
+func TestDemoBrokerWithoutRulesDecidesOnlyRemembered(t *testing.T) {
 	self := demoSelf(t)
 	ws := t.TempDir()
 	direct := runDemo(t, ws, demo.Options{Direct: true})
 	brokered := runDemo(t, ws, demo.Options{Self: self, NoRules: true})
 
-	sameMessages(t, "the editor's messages", direct.Editor, brokered.Editor)
-	sameMessages(t, "the transcript", direct.Entries, brokered.Entries)
+	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_4")
+	if len(decided) != 2 {
+		t.Fatalf("the direct run has %d messages about call_4, want a request and its answer:\n%s", len(decided), lines(decided))
+	}
+	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
+	editorSide, brokerSide := splitByBroker(brokered.Entries)
+	sameMessages(t, "the transcript's messages to and from the editor", wantEditor, editorSide)
+
+	id := rememberedAs(t, brokered, "call_3")
+	if len(brokerSide) != 2 || !bytes.Equal(brokerSide[0].Raw, decided[0].Raw) || !jsonEqual(brokerSide[1].Raw, decided[1].Raw) ||
+		!regexp.MustCompile("^"+rememberedNote(id)+"$").MatchString(brokerSide[1].Note) {
+		t.Errorf("the broker's own messages:\n%s\nwant call_4's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)
+	}
+}
+
+// splitByBroker splits a brokered transcript into the messages to and from
+// the editor and those to and from the broker itself.
+func splitByBroker(entries []demo.Entry) (editorSide, brokerSide []demo.Entry) {
+	for _, e := range entries {
+		if e.From == demo.Broker || e.To == demo.Broker {
+			brokerSide = append(brokerSide, e)
+		} else {
+			editorSide = append(editorSide, e)
+		}
+	}
+	return editorSide, brokerSide
+}
+
+// rememberedAs returns the entry that the broker's audit log says the
+// "always" answer to a tool call was remembered as.
+func rememberedAs(t *testing.T, res *demo.Result, toolCall string) string {
+	t.Helper()
+	for _, r := range res.Audit {
+		if r.Method == "session/request_permission" && r.ToolCallID == toolCall {
+			if !regexp.MustCompile(`^r[0-9a-f]{8}$`).MatchString(r.Remembered) {
+				t.Fatalf("the audit log says %s's answer was remembered as %q, want one entry id", toolCall, r.Remembered)
+			}
+			return r.Remembered
+		}
+	}
+	t.Fatalf("the audit log has no record of %s", toolCall)
+	return ""
+}
+
+// rememberedNote is the regular expression of the note on the broker's own
+// answer from the remembered entry id.
+func rememberedNote(id string) string {
+	return regexp.QuoteMeta(`allowed by remembered answer `+id+`: remembered from "npm test -- --watch=false" (`) + `[^)]+\)`
 }
 
 // demoSelf returns the test binary, which TestMain put on PATH as

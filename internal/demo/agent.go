@@ -24,6 +24,12 @@ const (
 
 	// forcePush is the command the agent asks to run after git status.
 	forcePush = "git push --force origin main"
+
+	// The test commands the agent asks to run after the force push. The
+	// editor answers the first with "always", and the broker answers the
+	// second itself from what it remembered of that answer.
+	npmTest         = "npm test -- --watch=false"
+	npmTestCoverage = "npm test -- --coverage"
 )
 
 // RunAgent runs the example agent, speaking ACP on r and w, until r ends or
@@ -34,7 +40,8 @@ const (
 // message chunks, announces a shell command ("git status") and asks
 // permission to run it, reads and writes files in the session's cwd through
 // the editor (if the editor advertised the fs capabilities), asks permission
-// to force-push, asks permission to edit NOTES.md, and ends the turn. A
+// to force-push, asks permission to run the tests twice ("npm test"), asks
+// permission to edit NOTES.md, and ends the turn. A
 // refusal ends only the step it refuses. It never runs a command and never
 // touches a file itself.
 func RunAgent(ctx context.Context, r io.Reader, w io.Writer, logw io.Writer) error {
@@ -188,7 +195,7 @@ type turn struct {
 }
 
 func (t *turn) play(ctx context.Context) error {
-	if err := t.say(ctx, "I'll check the repository status, ", "push main, then note the status in NOTES.md."); err != nil {
+	if err := t.say(ctx, "I'll check the repository status, ", "push main, run the tests, then note the status in NOTES.md."); err != nil {
 		return err
 	}
 
@@ -243,6 +250,37 @@ func (t *turn) play(ctx context.Context) error {
 	if err := t.finish(ctx, push.ToolCallId, end, output); err != nil {
 		return err
 	}
+	if err := t.say(ctx, said, "Now the tests, then again with coverage."); err != nil {
+		return err
+	}
+
+	// Two commands with the same program and subcommand: an "always" answer
+	// to the first covers the second.
+	passed := true
+	for _, c := range []struct {
+		call   acp.ToolCallUpdate
+		output string
+	}{
+		{command("call_3", npmTest), "12 tests passed\n"},
+		{command("call_4", npmTestCoverage), "12 tests passed; 87% of statements covered\n"},
+	} {
+		allowed, err := t.announceAndAsk(ctx, c.call)
+		if err != nil {
+			return err
+		}
+		end, output := acp.ToolCallStatusFailed, ""
+		if allowed {
+			end, output = acp.ToolCallStatusCompleted, c.output
+		}
+		passed = passed && allowed
+		if err := t.finish(ctx, c.call.ToolCallId, end, output); err != nil {
+			return err
+		}
+	}
+	said = "I did not run all the tests. "
+	if passed {
+		said = "The tests pass. "
+	}
 	if err := t.say(ctx, said, "I'd like to add the status to NOTES.md."); err != nil {
 		return err
 	}
@@ -250,7 +288,7 @@ func (t *turn) play(ctx context.Context) error {
 	// An edit: announced with its diff, then asked about.
 	newNotes := strings.TrimRight(oldNotes, "\n") + "\n- The working tree is clean.\n"
 	edit := acp.ToolCallUpdate{
-		ToolCallId: "call_3",
+		ToolCallId: "call_5",
 		Title:      acp.Ptr("Edit " + notesFile),
 		Kind:       acp.Ptr(acp.ToolKindEdit),
 		Status:     acp.Ptr(acp.ToolCallStatusPending),

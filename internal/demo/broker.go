@@ -28,7 +28,7 @@ reason = "force pushes rewrite shared history"
 `
 
 // noRules is the rule file of a run with Options.NoRules.
-const noRules = "# No rules: the broker decides nothing, and every request goes to the editor.\n"
+const noRules = "# No rules: every request goes to the editor, but for what an \"always\" answer taught the broker.\n"
 
 // brokerFiles are the files a brokered run gives the broker and reads back,
 // all inside the run's temporary directory, so that the user's own rules,
@@ -147,12 +147,15 @@ type AuditRecord struct {
 	Kind       string `json:"kind"`
 	Title      string `json:"title"`
 	Decision   string `json:"decision"` // allow, deny, ask; for what the editor answered, its choice
-	Source     string `json:"source"`   // who decided: "rule", "default", "editor", ...
-	Rule       string `json:"rule"`     // file:line
+	Source     string `json:"source"`   // who decided: "rule", "remembered", "default", "editor", ...
+	Rule       string `json:"rule"`     // file:line, or "remembered:<id>"
 	RuleID     string `json:"rule_id"`
 	Reason     string `json:"reason"`
 	Option     string `json:"option"`
 	OptionKind string `json:"option_kind"`
+	// Remembered lists the entries an "always" answer was remembered as,
+	// or says why it was not ("nothing: ...").
+	Remembered string `json:"remembered"`
 }
 
 func readAudit(path string) ([]AuditRecord, error) {
@@ -227,13 +230,18 @@ func annotate(entries []Entry, audit []AuditRecord) {
 
 // decisionNote says in a few words what an audit record says: "allowed by
 // rule git-status: reading the repository's state is harmless", or, for a
-// request the editor was asked, "asked: no rule allows writing here".
+// request the editor was asked, "asked: no rule allows writing here", with
+// "; remembered as r1a2b3c4d" when the editor's answer was an "always".
 func decisionNote(r AuditRecord) string {
 	if r.Source == "editor" {
-		if r.Reason == "" {
-			return "asked"
+		note := "asked"
+		if r.Reason != "" {
+			note += ": " + r.Reason
 		}
-		return "asked: " + r.Reason
+		if r.Remembered != "" {
+			note += "; remembered as " + r.Remembered
+		}
+		return note
 	}
 	verb := map[string]string{"allow": "allowed", "deny": "denied", "ask": "asked"}[r.Decision]
 	if verb == "" {
@@ -246,9 +254,12 @@ func decisionNote(r AuditRecord) string {
 	return note
 }
 
-// decider names what decided an audit record: "rule git-status", "default",
-// "mode plan", ...
+// decider names what decided an audit record: "rule git-status",
+// "remembered answer r1a2b3c4d", "default", "mode plan", ...
 func decider(r AuditRecord) string {
+	if r.Source == "remembered" {
+		return "remembered answer " + strings.TrimPrefix(r.Rule, "remembered:")
+	}
 	if r.Source != "rule" {
 		return r.Source
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -16,22 +17,33 @@ type expectation struct {
 	title      string
 	optionKind string // of the option selected
 	by         Party  // who answered: the broker itself or the editor
-	ruleID     string // the rule that decided, when the broker did
+	ruleID     string // the rule that decided, when a rule did
+	// remembers is set for an "always" answer the broker must remember;
+	// fromRemembered for a request the broker must answer from it.
+	remembers, fromRemembered bool
 }
 
-// expected returns how the agent's three permission requests must end. The
-// editor's script allows git status once and rejects the force push and the
-// edit; with the demo's rules, the broker allows git status and denies the
-// force push itself, and the editor never sees them.
-func expected(rulesDecide bool) []expectation {
+// expected returns how the agent's five permission requests must end. The
+// editor's script allows git status once, allows the first npm test always
+// and the second once, and rejects the force push and the edit. With the
+// demo's rules, the broker allows git status and denies the force push
+// itself, and the editor never sees them. Any broker remembers the "always"
+// answer and allows the second npm test itself, with its allow_once option.
+func expected(rulesDecide, brokered bool) []expectation {
 	want := []expectation{
 		{toolCallID: "call_1", title: "git status", optionKind: "allow_once", by: Editor},
 		{toolCallID: "call_2", title: forcePush, optionKind: "reject_once", by: Editor},
-		{toolCallID: "call_3", title: "Edit " + notesFile, optionKind: "reject_once", by: Editor},
+		{toolCallID: "call_3", title: npmTest, optionKind: "allow_always", by: Editor},
+		{toolCallID: "call_4", title: npmTestCoverage, optionKind: "allow_once", by: Editor},
+		{toolCallID: "call_5", title: "Edit " + notesFile, optionKind: "reject_once", by: Editor},
 	}
 	if rulesDecide {
 		want[0].by, want[0].ruleID = Broker, "git-status"
 		want[1].by, want[1].ruleID = Broker, "no-force-push"
+	}
+	if brokered {
+		want[2].remembers = true
+		want[3].by, want[3].fromRemembered = Broker, true
 	}
 	return want
 }
@@ -118,7 +130,9 @@ func checkAnswers(got []Permission, want []expectation) error {
 
 // checkAudit verifies the broker's audit log: one record per permission
 // request, in order, saying who decided it, and one for the agent's
-// fs/write_text_file, which no deny rule stopped.
+// fs/write_text_file, which no deny rule stopped. The request the broker
+// answered from a remembered answer must name the entry that the "always"
+// answer was remembered as.
 func checkAudit(records []AuditRecord, want []expectation) error {
 	var perms []AuditRecord
 	writes := 0
@@ -135,15 +149,31 @@ func checkAudit(records []AuditRecord, want []expectation) error {
 	if len(perms) != len(want) || writes != 1 {
 		return fmt.Errorf("the audit log has %d permission records and %d fs/write_text_file records, want %d and 1", len(perms), writes, len(want))
 	}
+	remembered := "" // the entry the "always" answer was remembered as
 	for i, w := range want {
 		r := perms[i]
-		source := "editor"
-		if w.by == Broker {
+		source, ruleID := "editor", w.ruleID
+		switch {
+		case w.fromRemembered:
+			source, ruleID = "remembered", remembered
+		case w.by == Broker:
 			source = "rule"
 		}
-		if r.ToolCallID != w.toolCallID || r.Source != source || r.RuleID != w.ruleID || r.OptionKind != w.optionKind {
+		if r.ToolCallID != w.toolCallID || r.Source != source || r.RuleID != ruleID || r.OptionKind != w.optionKind {
 			return fmt.Errorf("audit record %d says %s: source %q, rule %q, option %q; want %s: source %q, rule %q, option %q",
-				i+1, r.ToolCallID, r.Source, r.RuleID, r.OptionKind, w.toolCallID, source, w.ruleID, w.optionKind)
+				i+1, r.ToolCallID, r.Source, r.RuleID, r.OptionKind, w.toolCallID, source, ruleID, w.optionKind)
+		}
+		switch {
+		case w.remembers:
+			if r.Remembered == "" || strings.HasPrefix(r.Remembered, "nothing") || strings.Contains(r.Remembered, ",") {
+				return fmt.Errorf("audit record %d (%s) says the \"always\" answer was remembered as %q, want one entry", i+1, r.ToolCallID, r.Remembered)
+			}
+			remembered = r.Remembered
+		case r.Remembered != "":
+			return fmt.Errorf("audit record %d (%s) says %q was remembered, want nothing", i+1, r.ToolCallID, r.Remembered)
+		}
+		if w.fromRemembered && (remembered == "" || r.Rule != "remembered:"+remembered) {
+			return fmt.Errorf("audit record %d (%s) names the rule %q, want the remembered entry %q", i+1, r.ToolCallID, r.Rule, "remembered:"+remembered)
 		}
 	}
 	return nil

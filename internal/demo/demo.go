@@ -40,8 +40,9 @@ type Options struct {
 	Direct bool
 
 	// NoRules gives the broker a rule file with no rules, so that it
-	// decides nothing and passes every permission request to the editor: a
-	// run that, seen from the editor, must be exactly the direct one.
+	// passes every permission request to the editor except the one that the
+	// editor's earlier "always" answer covers: a run that, seen from the
+	// editor, must be exactly the direct one but for that request.
 	NoRules bool
 
 	Stdout io.Writer // the header, one line per message, and the summary
@@ -73,7 +74,7 @@ type Result struct {
 }
 
 // prompt is the one prompt the scripted editor sends.
-const prompt = "Check the repository status, push main, and note the status in NOTES.md."
+const prompt = "Check the repository status, push main, run the tests, and note the status in NOTES.md."
 
 // initialNotes is NOTES.md in a new workspace.
 const initialNotes = "# Notes\n\n- The build is green.\n"
@@ -202,7 +203,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	case readErr != nil:
 		return nil, fmt.Errorf("reading the broker's trace and audit log: %w", readErr)
 	}
-	outcome, err := check(ws, res, expected(files != nil && !opts.NoRules), files != nil)
+	outcome, err := check(ws, res, expected(files != nil && !opts.NoRules, files != nil), files != nil)
 	if err != nil {
 		return res, err
 	}
@@ -356,7 +357,7 @@ func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
 			b.WriteString(", removed at the end")
 		}
 		b.WriteString("\n\n")
-		b.WriteString("The editor allows git status once and rejects the force push and the edit.\n\n")
+		b.WriteString("The editor allows git status once, the first npm test always and the second\nonce, and rejects the force push and the edit.\n\n")
 		b.WriteString(`Each line is one JSON-RPC message, as the editor sent or received it;
 "↳" marks the answer to a request.
 
@@ -394,8 +395,9 @@ func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
 	b.WriteString(`The editor starts the broker in place of the agent; the broker starts the
 agent and relays every message both ways, byte for byte. A permission
 request that a rule allows or denies, the broker answers itself; every
-other request goes to the editor, which allows git status once and rejects
-the force push and the edit.
+other request goes to the editor, which rejects the edit and allows the
+first npm test "always": the broker remembers that answer and applies it to
+the second npm test itself.
 
 Each line is one JSON-RPC message, in the order the broker handled it (from
 its --trace file); "↳" marks the answer to a request. "agent → broker" is
@@ -432,6 +434,9 @@ func summary(res *Result, brokered bool, outcome string) string {
 		fmt.Fprintf(&b, "    %s (%s): %s, chosen by the %s", p.Title, p.Kind, answer, p.DecidedBy)
 		if p.DecidedBy != Broker {
 			toEditor++
+			if r, ok := audit[p.ToolCallID]; ok && r.Remembered != "" {
+				fmt.Fprintf(&b, " (remembered as %s)", r.Remembered)
+			}
 			b.WriteString("\n")
 			continue
 		}

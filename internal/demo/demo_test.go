@@ -43,10 +43,15 @@ func TestRunDirect(t *testing.T) {
 		"\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n",
 		"\nagent → editor   session/request_permission    call_2 execute \"git push --force origin main\"; ",
 		"\nagent → editor   session/update                agent_message_chunk \"The force push was refused, so I did not push. \"\n",
-		"\nagent → editor   session/request_permission    call_3 edit \"Edit NOTES.md\"; ",
+		"\nagent → editor   session/request_permission    call_3 execute \"npm test -- --watch=false\"; ",
+		"\neditor → agent   ↳ session/request_permission  selected \"allow-always\" (allow_always)\n",
+		"\nagent → editor   session/request_permission    call_4 execute \"npm test -- --coverage\"; ",
+		"\nagent → editor   session/request_permission    call_5 edit \"Edit NOTES.md\"; ",
 		"\nagent → editor   ↳ session/prompt              stopReason end_turn\n",
 		"\n    git status (execute): allow_once, chosen by the editor\n",
 		"\n    git push --force origin main (execute): reject_once, chosen by the editor\n",
+		"\n    npm test -- --watch=false (execute): allow_always, chosen by the editor\n",
+		"\n    npm test -- --coverage (execute): allow_once, chosen by the editor\n",
 		"\n    Edit NOTES.md (edit): reject_once, chosen by the editor\n",
 		"\n  In the workspace, status.txt was written; NOTES.md is unchanged because its edit was rejected.\n",
 	} {
@@ -56,6 +61,9 @@ func TestRunDirect(t *testing.T) {
 	}
 	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"reject\" (reject_once)\n"); n != 2 {
 		t.Errorf("the editor rejected %d requests, want 2:\n%s", n, out)
+	}
+	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n"); n != 2 {
+		t.Errorf("the editor allowed %d requests once, want 2 (git status and the second npm test):\n%s", n, out)
 	}
 	for _, unwanted := range []string{"broker exited", "broker decided", "→ broker", "broker →", "<tmp>", " — "} {
 		if strings.Contains(out, unwanted) {
@@ -77,7 +85,7 @@ func TestRunDirect(t *testing.T) {
 
 // TestAgentWithoutFsCapabilities checks that the example agent sends no fs
 // request to an editor that did not advertise the capability, and still asks
-// about all three tool calls.
+// about all five tool calls.
 func TestAgentWithoutFsCapabilities(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -102,8 +110,8 @@ func TestAgentWithoutFsCapabilities(t *testing.T) {
 	if strings.Contains(out, "fs/") {
 		t.Errorf("fs request to an editor without the capability:\n%s", out)
 	}
-	if n := strings.Count(out, "  session/request_permission  "); n != 3 {
-		t.Errorf("%d permission requests, want 3:\n%s", n, out)
+	if n := strings.Count(out, "  session/request_permission  "); n != 5 {
+		t.Errorf("%d permission requests, want 5:\n%s", n, out)
 	}
 	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
 		t.Errorf("the workspace is not empty: %v", entries)

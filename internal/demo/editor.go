@@ -13,14 +13,15 @@ import (
 
 // scriptedEditor answers the agent's requests the way a person at an editor
 // might: it allows shell commands once, except a force push, and rejects
-// everything else. It chooses permission options by their kind, never by
+// everything else; the first "npm test" it allows always. It chooses permission options by their kind, never by
 // id, since ids differ from agent to agent. It serves file requests only
 // inside its workspace.
 type scriptedEditor struct {
 	workspace string
 
-	mu    sync.Mutex
-	calls map[acp.ToolCallId]announced // as announced in session/update
+	mu         sync.Mutex
+	calls      map[acp.ToolCallId]announced // as announced in session/update
+	saidAlways bool                         // it has answered an "npm test" with "always"
 }
 
 // announced is what a tool_call said about a tool call.
@@ -37,8 +38,13 @@ func newScriptedEditor(workspace string) *scriptedEditor {
 
 // preferredOptions is the editor's script: the option kinds it picks for a
 // tool call, best first. The person it plays allows a shell command once,
-// unless it force-pushes, and rejects everything else.
-func preferredOptions(kind acp.ToolKind, title string) []acp.PermissionOptionKind {
+// unless it force-pushes, and rejects everything else; the first time it is
+// asked to run "npm test", it allows it always. (An editor with no broker
+// in front asks again, and is then allowed once.)
+func preferredOptions(kind acp.ToolKind, title string, saidAlways bool) []acp.PermissionOptionKind {
+	if kind == acp.ToolKindExecute && strings.HasPrefix(title, "npm test") && !saidAlways {
+		return []acp.PermissionOptionKind{acp.PermissionOptionKindAllowAlways, acp.PermissionOptionKindAllowOnce}
+	}
 	if kind == acp.ToolKindExecute && !strings.Contains(title, "--force") {
 		return []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce}
 	}
@@ -62,15 +68,20 @@ func (e *scriptedEditor) RequestPermission(_ context.Context, p acp.RequestPermi
 	// The request may lack the kind and the title; the tool_call that
 	// announced the same id is the reliable place for them.
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	call := e.calls[p.ToolCall.ToolCallId]
-	e.mu.Unlock()
 	if p.ToolCall.Kind != nil {
 		call.kind = *p.ToolCall.Kind
 	}
 	if p.ToolCall.Title != nil {
 		call.title = *p.ToolCall.Title
 	}
-	id, ok := chooseOption(p.Options, preferredOptions(call.kind, call.title))
+	id, ok := chooseOption(p.Options, preferredOptions(call.kind, call.title, e.saidAlways))
+	for _, o := range p.Options {
+		if ok && o.OptionId == id && o.Kind == acp.PermissionOptionKindAllowAlways {
+			e.saidAlways = true
+		}
+	}
 	if !ok {
 		// No option says what the script wants: decline to decide.
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}, nil
