@@ -4,6 +4,7 @@ package integration
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,10 @@ func testMain(m *testing.M) int {
 	fakeAgentBin = filepath.Join(dir, "fakeagent")
 	sdkAgentBin = filepath.Join(dir, "sdkagent")
 
+	if err := readSources(".."); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: reading the module's sources: %v\n", err)
+		return 1
+	}
 	const module = "github.com/acp-broker/acp-broker"
 	if err := goBuild("-o", dir+string(filepath.Separator),
 		module+"/integration_test/internal/fakeagent",
@@ -76,6 +81,26 @@ func testMain(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// readSources reads every Go source and module file of the module. The
+// binaries are built by a `go build` subprocess, which go test's result
+// cache cannot see; files the test process itself reads are part of the
+// cache key, so a change anywhere in the broker reruns this package rather
+// than replaying a stale pass.
+func readSources(root string) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(path, ".go") || d.Name() == "go.mod" || d.Name() == "go.sum") {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
 }
 
 func goBuild(args ...string) error {
