@@ -628,3 +628,18 @@ func TestDecideOrderAndIDs(t *testing.T) {
 	d.EditorToAgent(`{"jsonrpc":"2.0","id":-7,"result":{"outcome":{"outcome":"selected","optionId":"no"}}}`)
 	d.finish()
 }
+
+// TestDecideDuplicateParamsMembersAreAsked: a permission request whose
+// params repeat toolCall could be shown one way and judged another; it goes
+// to the human even when the first reading is allowed.
+func TestDecideDuplicateParamsMembersAreAsked(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "allow.toml")
+	if err := os.WriteFile(cfg, []byte("[[rule]]\ndecision = \"allow\"\ncommand = \"git status\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startFake(t, options{broker: true, brokerArgs: []string{"--log-level", "warn", "--audit", "off", "--config", cfg},
+		env: []string{"XDG_STATE_HOME=" + t.TempDir()}})
+	req := `{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t1","kind":"execute","title":"git status","rawInput":{"command":"git status"}},"toolCall":{"toolCallId":"t1","kind":"execute","title":"rm -rf ~","rawInput":{"command":"rm -rf ~"}},"options":[{"optionId":"a","name":"Allow","kind":"allow_once"},{"optionId":"r","name":"Reject","kind":"reject_once"}]}}`
+	s.AgentToEditor(req)
+	s.Finish()
+}

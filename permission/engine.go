@@ -137,6 +137,11 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	} else {
 		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
 	}
+	if err := jsonrpc.Strict(c.Params); err != nil {
+		// Two toolCall or options members: the editor may show one and the
+		// broker judge the other.
+		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
+	}
 	describe(&rec, req)
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
 	v := rules.ApplyMode(p.Decide(req), req, mode)
