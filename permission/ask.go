@@ -43,7 +43,7 @@ type Channel struct {
 
 // ask puts a request to the human as the route says, and writes its one
 // audit line when it is answered (or ends unanswered).
-func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind string) string) {
+func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) {
 	a := e.Asker
 	if a == nil || len(params.Options) == 0 {
 		// With no options to choose from, only the editor can answer.
@@ -57,7 +57,11 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
-			r.Remembered = remember(kind)
+			by := r.Channel
+			if by == "" {
+				by = r.Source
+			}
+			r.Remembered = remember(kind, by)
 		}
 		answered <- r
 	}

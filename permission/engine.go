@@ -182,17 +182,16 @@ func pick(options []option, kinds []string) (option, bool) {
 	return option{}, false
 }
 
-// rememberer returns what remembers an "always" answer to this request.
-// It runs on the relay's reader goroutine when the editor's answer arrives,
-// before the answer goes on to the agent, so the next request already sees
-// the entry; the store's lock and fsync take a few milliseconds at most.
-//
-// What it remembers:
+// rememberer returns what remembers an "always" answer to this request:
 // narrow entries derived from it, kept for the session, the project or the
-// user as the config says (default: the project). It returns the entry ids
-// for the audit log, or why nothing was remembered.
-func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) func(kind string) string {
-	return func(kind string) string {
+// user as the config says (default: the project). by names who answered. It
+// returns the entry ids for the audit log, or why nothing was remembered.
+//
+// It runs once the answer has won and before it goes on to the agent, so the
+// agent's next request already sees the entry; the store's lock and fsync
+// take a few milliseconds at most.
+func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) func(kind, by string) string {
+	return func(kind, by string) string {
 		decision := rules.Allow
 		if kind == "reject_always" {
 			decision = rules.Deny
@@ -214,7 +213,7 @@ func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) f
 			what = strings.Join(req.Script.Commands[0].Argv, " ")
 		}
 		for i := range entries {
-			entries[i].Scope, entries[i].Agent, entries[i].By, entries[i].LearnedAt, entries[i].Request = scope, e.Agent, "editor", now, what
+			entries[i].Scope, entries[i].Agent, entries[i].By, entries[i].LearnedAt, entries[i].Request = scope, e.Agent, by, now, what
 			switch scope {
 			case "project":
 				entries[i].Project = c.Session.Cwd
