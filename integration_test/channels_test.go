@@ -256,3 +256,15 @@ func TestEditorAndChannelAtTheSameInstant(t *testing.T) {
 	s.AgentExpect(`{"jsonrpc":"2.0","method":"_test/marker"}`)
 	s.Finish()
 }
+
+// TestEditorIsAskedWhenEveryChannelFails: routed to channels only, a request
+// whose channels all fail still reaches a human, in the editor.
+func TestEditorIsAskedWhenEveryChannelFails(t *testing.T) {
+	dir := t.TempDir()
+	script := execChannel(t, dir, "exit 3")
+	s, _ := channelBroker(t, channelCfg("channels", "", script))
+	req := testPermission(2, "make build")
+	s.AgentToEditor(req)
+	s.EditorToAgent(allowOnce)
+	s.Finish()
+}

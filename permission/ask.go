@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,29 +69,30 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 
 	prompt := e.prompt(a, c, params, req, reason)
 	toEditor := a.Route != "channels"
+	editorAnswered := func(answer *jsonrpc.Message) {
+		r := rec
+		r.Decision = "answered"
+		kind := ""
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		switch {
+		case answer.Error != nil:
+			r.Decision = "error"
+		case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
+			r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
+			if o, ok := optionByID(c, res.Outcome.OptionID); ok {
+				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
+			}
+		}
+		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
+		win(r, kind)
+	}
 	if toEditor {
-		c.Forward(func(answer *jsonrpc.Message) {
-			r := rec
-			r.Decision = "answered"
-			kind := ""
-			var res struct {
-				Outcome struct {
-					Outcome  string `json:"outcome"`
-					OptionID string `json:"optionId"`
-				} `json:"outcome"`
-			}
-			switch {
-			case answer.Error != nil:
-				r.Decision = "error"
-			case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
-				r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
-				if o, ok := optionByID(c, res.Outcome.OptionID); ok {
-					kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
-				}
-			}
-			withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
-			win(r, kind)
-		})
+		c.Forward(editorAnswered)
 	}
 
 	channelsAsked := atomic.Bool{}
@@ -98,8 +100,19 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 		if !channelsAsked.CompareAndSwap(false, true) {
 			return
 		}
+		var asked sync.WaitGroup
 		for _, ch := range a.Channels {
-			go e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, win)
+			asked.Go(func() { e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, win) })
+		}
+		if !toEditor {
+			// When every channel gave up without an answer, a human must
+			// still be asked: the editor is the one place left.
+			go func() {
+				asked.Wait()
+				if ctx.Err() == nil && c.Forward(editorAnswered) {
+					e.Log.Warn("no channel could get an answer; asking the editor")
+				}
+			}()
 		}
 	}
 	if a.Local != nil {
