@@ -9,14 +9,3 @@
 // wire itself, answers only through the session.Call it was given, and
 // leaves what a request means to package rules.
 package permission
-
-import "github.com/acp-broker/acp-broker/session"
-
-// Forward is the policy that decides nothing: every intercepted request goes
-// to the editor unchanged, and the editor's answer goes back to the agent
-// unchanged. It is what the broker does before any rule is configured.
-type Forward struct{}
-
-// Intercept forwards the call to the editor at once, keeping its place in the
-// agent's message order.
-func (Forward) Intercept(c *session.Call) { c.Forward(nil) }
