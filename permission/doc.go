@@ -1,8 +1,9 @@
 // Package permission decides, live, the agent's requests that the broker may
 // answer itself: session/request_permission from the rules and the mode, and
 // fs/write_text_file and terminal/create against deny rules and protected
-// paths as defense in depth. It keeps the rules fresh as their files change
-// and writes the audit log.
+// paths as defense in depth. It keeps the rules fresh as their files change,
+// routes what they leave open to the editor and the notify channels (first
+// answer wins), remembers "always" answers, and writes the audit log.
 //
 // It plugs into the relay through session.Policy and decides on the merged
 // tool-call view that package session keeps; it never reads or writes the
