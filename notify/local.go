@@ -229,25 +229,16 @@ func (l *Local) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		return ans, nil
 	}
 	if err := ctx.Err(); err != nil {
-		l.finishLocked(p.ID, "it was "+endedBy(ctx))
+		l.finishLocked(p.ID, endedBy(ctx))
 		return Answer{}, err
 	}
 	l.finishLocked(p.ID, "the broker stopped listening")
 	return Answer{}, errLocalClosed
 }
 
-// endedBy says why a prompt's ctx ended.
-func endedBy(ctx context.Context) string {
-	var o *Outcome
-	switch cause := context.Cause(ctx); {
-	case errors.As(cause, &o):
-		return o.Error()
-	case errors.Is(cause, context.DeadlineExceeded):
-		return "not answered in time"
-	default:
-		return "withdrawn"
-	}
-}
+// endedBy says why a prompt's ctx ended, in the words the other channels
+// use to retract their prompts.
+func endedBy(ctx context.Context) string { return retractionText(context.Cause(ctx)) }
 
 // finishLocked moves id from the pending prompts to the finished ones.
 func (l *Local) finishLocked(id, why string) {
@@ -420,7 +411,7 @@ func (l *Local) take(req localRequest, who string) (Option, error) {
 	case a.answered:
 		return Option{}, fmt.Errorf("request %q is no longer pending: it was already answered", req.ID)
 	case a.ctx.Err() != nil:
-		return Option{}, fmt.Errorf("request %q is no longer pending: it was %s", req.ID, endedBy(a.ctx))
+		return Option{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, endedBy(a.ctx))
 	case req.Digest != a.p.Digest:
 		return Option{}, fmt.Errorf("the answer is for another version of request %q (digest mismatch)", req.ID)
 	}

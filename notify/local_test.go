@@ -324,7 +324,7 @@ func TestLocalAnswerAfterCancel(t *testing.T) {
 
 	// Refused even before Ask has noticed.
 	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, OptionID: "reject"})
-	if err != nil || resp.OK || !strings.Contains(resp.Error, "no longer pending: it was answered allow by editor") {
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "no longer pending: answered in the editor: allowed") {
 		t.Errorf("answer after cancel = %+v, %v; want refused", resp, err)
 	}
 	r := execRecv(t, done, "Ask to return")
@@ -338,7 +338,7 @@ func TestLocalAnswerAfterCancel(t *testing.T) {
 		t.Errorf("AnswerPending after cancel succeeded")
 	}
 	resp, err = callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, OptionID: "reject"})
-	if err != nil || resp.OK || !strings.Contains(resp.Error, "answered allow by editor") {
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "answered in the editor: allowed") {
 		t.Errorf("answer after Ask returned = %+v, %v; want refused", resp, err)
 	}
 
@@ -360,7 +360,7 @@ func TestLocalTakeRefusesEndedAsk(t *testing.T) {
 	l.pending[p.ID] = a
 	cancel(&Outcome{By: "phone", Decision: "deny"})
 	_, err := l.take(localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, OptionID: "allow"}, "test")
-	if err == nil || !strings.Contains(err.Error(), "it was answered deny by phone") || a.answered || len(a.answer) != 0 {
+	if err == nil || !strings.Contains(err.Error(), "answered on phone: rejected") || a.answered || len(a.answer) != 0 {
 		t.Fatalf("take after ctx ended = %v, answered %v; want refused", err, a.answered)
 	}
 }

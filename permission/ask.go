@@ -84,7 +84,7 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 			r.Decision = "error"
 		case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
 			r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
-			if o, ok := optionByID(c, res.Outcome.OptionID); ok {
+			if o, ok := optionByID(params.Options, res.Outcome.OptionID); ok {
 				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
 			}
 		}

@@ -257,12 +257,9 @@ func (e *Engine) rememberForSession(sessionID string, entries []rules.Entry) str
 	return strings.Join(ids, ",")
 }
 
-func optionByID(c *session.Call, id string) (option, bool) {
-	var params permissionParams
-	if json.Unmarshal(c.Params, &params) != nil {
-		return option{}, false
-	}
-	for _, o := range params.Options {
+// optionByID finds an offered option by its id.
+func optionByID(options []option, id string) (option, bool) {
+	for _, o := range options {
 		if o.OptionID == id {
 			return o, true
 		}
