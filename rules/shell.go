@@ -2193,8 +2193,12 @@ func sedScriptProblem(script string) string {
 			}
 			delim := script[i]
 			i++
-			if !delimited(delim) || !delimited(delim) {
-				return "script cannot be read"
+			// Two delimited parts follow: s/pattern/replacement/ and
+			// y/source/dest/; each call reads one.
+			for range 2 {
+				if !delimited(delim) {
+					return "script cannot be read"
+				}
 			}
 			for ; command == 's' && i < len(script) && strings.IndexByte(";\n} #", script[i]) < 0; i++ {
 				switch script[i] {

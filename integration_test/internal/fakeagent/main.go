@@ -170,7 +170,6 @@ func (a *agent) readStdin(exitAtEOF bool) {
 
 // serve executes commands from the test until the control connection closes.
 func (a *agent) serve(ctl *bufio.Reader) error {
-	var children []*exec.Cmd
 	for {
 		cmd, err := ctl.ReadBytes('\n')
 		if err != nil {
@@ -220,7 +219,6 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 			if err := other.Start(); err != nil {
 				return err
 			}
-			children = append(children, same, other)
 			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
 		case 'F':
 			a.report('F', arg)
