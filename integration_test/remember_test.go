@@ -157,3 +157,23 @@ func TestTwentyBrokersRememberAtOnce(t *testing.T) {
 		t.Fatalf("%d entries remembered, want %d", len(entries), n)
 	}
 }
+
+// TestRevokeReachesARunningBroker: a broker that applied a remembered
+// answer stops applying it at its next request once the entry is revoked.
+func TestRevokeReachesARunningBroker(t *testing.T) {
+	state := t.TempDir()
+	project := t.TempDir()
+	s := rememberSession(t, state, project)
+	s.AgentToEditor(testPermission(2, "cargo test --release"))
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	s.AgentSend(testPermission(3, "cargo test --doc"))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+
+	var entries []struct{ ID string }
+	if err := json.Unmarshal([]byte(brokerCLI(t, state, "remembered", "list", "--json")), &entries); err != nil || len(entries) != 1 {
+		t.Fatalf("entries = %v, %v", entries, err)
+	}
+	brokerCLI(t, state, "remembered", "revoke", entries[0].ID)
+	s.AgentToEditor(testPermission(4, "cargo test --doc"))
+	s.Finish()
+}

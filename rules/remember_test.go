@@ -183,3 +183,22 @@ func TestConcurrentRememberers(t *testing.T) {
 		t.Fatalf("%d entries after %d concurrent writers", len(entries), n)
 	}
 }
+
+func TestDuplicateAnswersMerge(t *testing.T) {
+	store := StoreIn(t.TempDir())
+	e := Entry{Decision: Allow, Scope: "project", Project: "/work/repo", Command: "git push *"}
+	for range 3 {
+		if _, err := store.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := e
+	other.Project = "/work/other"
+	if _, err := store.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := store.Load()
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("entries = %+v, %v", entries, err)
+	}
+}
