@@ -75,7 +75,16 @@ func askAsync(t *testing.T, ctx context.Context, ch Channel, p Prompt) <-chan as
 	c := make(chan askResult, 1)
 	go func() {
 		ans, err := ch.Ask(ctx, p)
-		if g := goroutinesIn("notify.(*ntfyStream).read"); g != "" {
+		// The reader signals it is done as its last act, so it may still be
+		// on its way out for a moment; one that is still reading stays.
+		deadline := time.Now().Add(2 * time.Second)
+		g := goroutinesIn("notify.(*ntfyStream).read")
+		for g != "" && time.Now().Before(deadline) {
+			runtime.Gosched()
+			time.Sleep(time.Millisecond)
+			g = goroutinesIn("notify.(*ntfyStream).read")
+		}
+		if g != "" {
 			t.Errorf("Ask returned with its subscription still open:\n%s", g)
 		}
 		c <- askResult{ans, err}
