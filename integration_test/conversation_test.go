@@ -6,8 +6,9 @@ import "testing"
 
 // TestConversation plays ACP conversations with the puppet agent, directly
 // and through the broker. Every line must arrive unchanged, and the two runs
-// must leave identical transcripts on both sides: with the default policy the
-// broker is invisible.
+// must leave identical transcripts on both sides: with the default policy and
+// the MCP proxy off (the one change the broker makes to a message; see
+// mcp_test.go) the broker is invisible.
 func TestConversation(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

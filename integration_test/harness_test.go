@@ -620,7 +620,7 @@ func runBoth(t *testing.T, scenario func(t *testing.T, s *session)) {
 		ok := t.Run(name, func(t *testing.T) {
 			o := options{broker: broker}
 			if broker {
-				o.brokerArgs = []string{"--log-level", "warn"}
+				o.brokerArgs = []string{"--log-level", "warn", "--config", noProxyConfig}
 			}
 			s := startFake(t, o)
 			scenario(t, s)

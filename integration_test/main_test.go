@@ -20,6 +20,10 @@ var (
 	brokerBin    string
 	fakeAgentBin string
 	sdkAgentBin  string
+	mcpServerBin string
+	// noProxyConfig turns the MCP proxy off, for tests of the relay alone:
+	// with it the broker changes no message.
+	noProxyConfig string
 )
 
 // waitTimeout bounds every wait in this package: a hang fails the test instead
@@ -50,6 +54,12 @@ func testMain(m *testing.M) int {
 	brokerBin = filepath.Join(dir, "acp-broker")
 	fakeAgentBin = filepath.Join(dir, "fakeagent")
 	sdkAgentBin = filepath.Join(dir, "sdkagent")
+	mcpServerBin = filepath.Join(dir, "mcpserver")
+	noProxyConfig = filepath.Join(dir, "no-mcp-proxy.toml")
+	if err := os.WriteFile(noProxyConfig, []byte("[mcp]\nproxy = false\n"), 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
 
 	if err := readSources(".."); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: reading the module's sources: %v\n", err)
@@ -58,7 +68,8 @@ func testMain(m *testing.M) int {
 	const module = "github.com/acp-broker/acp-broker"
 	if err := goBuild("-o", dir+string(filepath.Separator),
 		module+"/integration_test/internal/fakeagent",
-		module+"/integration_test/internal/sdkagent"); err != nil {
+		module+"/integration_test/internal/sdkagent",
+		module+"/integration_test/internal/mcpserver"); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: building the fake agents failed:\n%v\n", err)
 		return 1
 	}

@@ -190,7 +190,7 @@ func TestGarbageFromAgent(t *testing.T) {
 // reach the agent, and are reported on stderr naming the editor.
 func TestGarbageFromEditor(t *testing.T) {
 	t.Parallel()
-	s := startFake(t, options{broker: true})
+	s := startFake(t, options{broker: true, brokerArgs: []string{"--config", noProxyConfig}})
 	s.EditorSend(garbageLines...)
 	s.EditorSend("", "  ", "\t")
 	s.EditorToAgent(msgInitialize)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Kind tells requests, notifications and responses apart.
@@ -268,20 +269,84 @@ func ParseHead(head []byte) Head {
 // whatever follows. It reports false when a step is not an object or lacks
 // the member.
 func Field(obj json.RawMessage, path ...string) (json.RawMessage, bool) {
+	sp, ok := FieldSpan(obj, path...)
+	if !ok {
+		return nil, false
+	}
+	return obj[sp.Start:sp.End], true
+}
+
+// Span is where a value lies in the bytes it was found in: data[Start:End].
+type Span struct{ Start, End int }
+
+// FieldSpan is Field, returning where the value lies instead of the value,
+// so that a caller can replace it and leave every other byte as it was.
+func FieldSpan(obj json.RawMessage, path ...string) (Span, bool) {
 	s := scanner{data: obj}
 	for depth, key := range path {
 		if !s.findMember(key) {
-			return nil, false
+			return Span{}, false
 		}
 		if depth == len(path)-1 {
 			start := s.pos
 			if err := s.skipValue(1); err != nil {
-				return nil, false
+				return Span{}, false
 			}
-			return obj[start:s.pos], true
+			return Span{start, s.pos}, true
 		}
 	}
-	return nil, false
+	return Span{}, false
+}
+
+// Elements returns where each element of a JSON array lies in arr.
+func Elements(arr json.RawMessage) ([]Span, error) {
+	s := scanner{data: arr}
+	s.skipSpace()
+	if s.pos >= len(arr) || arr[s.pos] != '[' {
+		return nil, errors.New("not a JSON array")
+	}
+	s.pos++
+	s.skipSpace()
+	var out []Span
+	if s.pos < len(arr) && arr[s.pos] == ']' {
+		s.pos++
+		return out, s.atEnd()
+	}
+	for {
+		s.skipSpace()
+		start := s.pos
+		if err := s.skipValue(1); err != nil {
+			return nil, err
+		}
+		out = append(out, Span{start, s.pos})
+		done, err := s.endOfMember(']')
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return out, s.atEnd()
+		}
+	}
+}
+
+// Splice returns a copy of data with each span replaced by its value.
+// Spans must not overlap; every byte outside them is kept.
+func Splice(data []byte, edits map[Span][]byte) []byte {
+	spans := make([]Span, 0, len(edits))
+	size := len(data)
+	for sp, v := range edits {
+		spans = append(spans, sp)
+		size += len(v) - (sp.End - sp.Start)
+	}
+	slices.SortFunc(spans, func(a, b Span) int { return a.Start - b.Start })
+	out := make([]byte, 0, size)
+	at := 0
+	for _, sp := range spans {
+		out = append(out, data[at:sp.Start]...)
+		out = append(out, edits[sp]...)
+		at = sp.End
+	}
+	return append(out, data[at:]...)
 }
 
 // findMember moves past the name of the member key in the object that starts

@@ -151,6 +151,7 @@ const (
 	CodeParseError      = jsonrpc2.CodeParseError
 	CodeInvalidRequest  = jsonrpc2.CodeInvalidRequest
 	CodeMethodNotFound  = jsonrpc2.CodeMethodNotFound
+	CodeInvalidParams   = jsonrpc2.CodeInvalidParams
 	CodeInternalError   = jsonrpc2.CodeInternalError
 	CodeRequestCanceled = -32800 // what ACP answers a request cancelled with $/cancel_request
 	// CodeServerError is the JSON-RPC range's generic server error, used when

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/acp-broker/acp-broker/internal/peercred"
 )
 
 // Limits of the local protocol.
@@ -339,7 +341,7 @@ func (l *Local) handle(conn *net.UnixConn) {
 	defer context.AfterFunc(l.ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })()
 
 	var resp localResponse
-	uid, pid, err := peerCred(conn)
+	uid, pid, err := peercred.Of(conn)
 	switch {
 	case err != nil:
 		resp.Error = "permission denied: " + err.Error()
@@ -560,7 +562,7 @@ func callLocal(path string, req localRequest) (localResponse, error) {
 	_ = conn.SetDeadline(time.Now().Add(localIOTimeout))
 	// Only the user can make sockets in the directory; root can too, and
 	// this says whose the broker is.
-	uid, _, err := peerCred(conn)
+	uid, _, err := peercred.Of(conn)
 	if err != nil {
 		return localResponse{}, err
 	}

@@ -57,6 +57,9 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
+		if req.MCP != nil && strings.HasPrefix(kind, "allow") {
+			e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params))
+		}
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
 			by := r.Channel
 			if by == "" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/mcp"
 	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
 )
@@ -29,6 +30,13 @@ type Engine struct {
 	Asker *Asker
 	// StateDir holds the remembered answers shared by every broker.
 	StateDir string
+	// Catalog, if not nil, is what the MCP proxies learned of the tools.
+	Catalog *mcp.Catalog
+
+	// editor sends the broker's own requests, for MCP calls nobody asked
+	// about; set by Started.
+	editor   *session.Editor
+	approved approvals
 
 	mu sync.Mutex
 	// sessionRules are answers remembered for one session only, by session.
@@ -83,22 +91,25 @@ type permissionParams struct {
 	Options   []option        `json:"options"`
 }
 
-func (e *Engine) context(c *session.Call, mode string) rules.Context {
+func (e *Engine) context(info session.Info, mode string) rules.Context {
 	e.mu.Lock()
-	session := e.sessionRules[c.Session.ID]
+	remembered := e.sessionRules[info.ID]
 	e.mu.Unlock()
-	ctx := rules.Context{Cwd: c.Session.Cwd, Roots: c.Session.AdditionalDirectories, Home: e.Home, Mode: mode, Session: session}
-	for _, raw := range c.Session.MCPServers {
+	ctx := rules.Context{Cwd: info.Cwd, Roots: info.AdditionalDirectories, Home: e.Home, Mode: mode, Session: remembered}
+	for _, raw := range info.MCPServers {
 		if name, ok := jsonrpc.String(raw, "name"); ok {
 			ctx.MCPServers = append(ctx.MCPServers, name)
 		}
 	}
+	if e.Catalog != nil {
+		ctx.MCPHints = e.Catalog.Hints
+	}
 	return ctx
 }
 
-// policy returns the rules in force for the call's session, and the mode.
-func (e *Engine) policy(c *session.Call) (*rules.Policy, string, error) {
-	p, err := e.Rules.Policy(c.Session.Cwd)
+// policy returns the rules in force for a session's directory, and the mode.
+func (e *Engine) policy(cwd string) (*rules.Policy, string, error) {
+	p, err := e.Rules.Policy(cwd)
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,13 +130,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		e.ask(c, params, &rules.Request{}, rec, start, "not understood", "the request's params cannot be read", nil)
 		return
 	}
-	p, mode, err := e.policy(c)
+	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
 		e.ask(c, params, &rules.Request{}, rec, start, "config error", err.Error(), nil)
 		return
 	}
-	ctx := e.context(c, mode)
+	ctx := e.context(c.Session, mode)
 	var req *rules.Request
 	if c.ToolCall != nil {
 		// The merged view: what earlier session/update notifications said
@@ -154,15 +165,18 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	case rules.Deny:
 		want = []string{"reject_once", "reject_always"}
 	default:
-		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c.Session, req, p.Remember))
 		return
 	}
 	opt, ok := pick(params.Options, want)
 	if !ok {
-		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c.Session, req, p.Remember))
 		return
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
+	if v.Decision == rules.Allow && req.MCP != nil {
+		e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params))
+	}
 	if c.SelectOption(opt.OptionID) {
 		rec.Latency = ms(time.Since(start))
 		e.write(rec)
@@ -190,7 +204,7 @@ func pick(options []option, kinds []string) (option, bool) {
 // It runs once the answer has won and before it goes on to the agent, so the
 // agent's next request already sees the entry; the store's lock and fsync
 // take a few milliseconds at most.
-func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) func(kind, by string) string {
+func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string) func(kind, by string) string {
 	return func(kind, by string) string {
 		decision := rules.Allow
 		if kind == "reject_always" {
@@ -204,7 +218,7 @@ func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) f
 		if scope == "" {
 			scope = "project"
 		}
-		if scope == "project" && c.Session.Cwd == "" {
+		if scope == "project" && info.Cwd == "" {
 			scope = "session" // no project to file it under
 		}
 		now := time.Now().UTC().Format(time.RFC3339)
@@ -216,13 +230,13 @@ func (e *Engine) rememberer(c *session.Call, req *rules.Request, scope string) f
 			entries[i].Scope, entries[i].Agent, entries[i].By, entries[i].LearnedAt, entries[i].Request = scope, e.Agent, by, now, what
 			switch scope {
 			case "project":
-				entries[i].Project = c.Session.Cwd
+				entries[i].Project = info.Cwd
 			case "session":
-				entries[i].Session = c.Session.ID
+				entries[i].Session = info.ID
 			}
 		}
 		if scope == "session" {
-			return e.rememberForSession(c.Session.ID, entries)
+			return e.rememberForSession(info.ID, entries)
 		}
 		saved, err := rules.StoreIn(e.StateDir).Add(entries...)
 		if err != nil {
@@ -319,7 +333,7 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 // and forwards everything else: the editor performs it as before.
 func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
-	p, mode, err := e.policy(c)
+	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; refusing", "method", c.Method, "err", err)
 		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "config error", err.Error()
@@ -328,7 +342,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		e.write(rec)
 		return
 	}
-	req := rules.ReadToolCall(fields, e.context(c, mode))
+	req := rules.ReadToolCall(fields, e.context(c.Session, mode))
 	describe(&rec, req)
 	v := p.Decide(req)
 	reason, protected := p.Protected(req)

@@ -124,6 +124,12 @@ type Example struct {
 type MCPServer struct {
 	// ReadOnlyTools names the server's tools that get the read-only default.
 	ReadOnlyTools []*glob
+	// TrustAnnotations lets the server's own readOnlyHint give its tools the
+	// read-only default, as long as the annotations stay as first seen.
+	TrustAnnotations bool
+	// Proxy, when set, says whether the broker stands between the agent and
+	// this server (stdio servers only); nil leaves it to [mcp] proxy.
+	Proxy *bool
 }
 
 // File is one parsed rule file.
@@ -140,6 +146,9 @@ type File struct {
 
 	Rules []*Rule
 	MCP   map[string]*MCPServer
+	// MCPProxy is [mcp] proxy: whether stdio MCP servers are proxied; nil
+	// when the file does not say.
+	MCPProxy *bool
 
 	Ask      *AskConfig // nil when the file has no [ask]
 	Channels []ChannelConfig
@@ -168,7 +177,7 @@ var ruleKeys = []string{
 	"title", "modes", "unlock_protected", "examples", "counterexamples",
 }
 
-var mcpKeys = []string{"read_only_tools"}
+var mcpKeys = []string{"read_only_tools", "trust_annotations", "proxy"}
 
 // ParseFile reads one rule file strictly: an unknown key, a wrong type, a
 // bad glob or regex stops with the file, line and column and a hint. No rule
@@ -516,13 +525,34 @@ func (d *decoder) examples(prim toml.Primitive, at pos, key string) ([]Example, 
 }
 
 func (d *decoder) mcp(prim toml.Primitive) error {
-	var servers map[string]map[string]toml.Primitive
-	if err := d.md.PrimitiveDecode(prim, &servers); err != nil {
+	var table map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(prim, &table); err != nil {
 		return d.errorf(d.loc.topKey("mcp"), "write [mcp.<server>] tables", "mcp must be a table of servers")
 	}
-	for name, table := range servers {
+	for name, p := range table {
+		if name == "proxy" {
+			if v, err := d.value(p); err == nil {
+				if _, isTable := v.(map[string]any); !isTable {
+					// [mcp] proxy = false, not a server called "proxy".
+					at := d.loc.tableKey("proxy", "mcp")
+					b, err := d.boolean(p, at, "proxy")
+					if err != nil {
+						return err
+					}
+					if err := d.proxyNotInProject(at); err != nil {
+						return err
+					}
+					d.file.MCPProxy = &b
+					continue
+				}
+			}
+		}
+		var keys map[string]toml.Primitive
+		if err := d.md.PrimitiveDecode(p, &keys); err != nil {
+			return d.errorf(d.loc.tableKey(name, "mcp"), `write [mcp.<server>] tables, or proxy = false directly under [mcp]`, "mcp.%s must be a table", name)
+		}
 		s := &MCPServer{}
-		for k, p := range table {
+		for k, p := range keys {
 			at := d.loc.tableKey(k, "mcp", name)
 			switch k {
 			case "read_only_tools":
@@ -537,6 +567,21 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 					}
 					s.ReadOnlyTools = append(s.ReadOnlyTools, g)
 				}
+			case "trust_annotations":
+				b, err := d.boolean(p, at, k)
+				if err != nil {
+					return err
+				}
+				s.TrustAnnotations = b
+			case "proxy":
+				b, err := d.boolean(p, at, k)
+				if err != nil {
+					return err
+				}
+				if err := d.proxyNotInProject(at); err != nil {
+					return err
+				}
+				s.Proxy = &b
 			default:
 				return d.unknown(at, k, fmt.Sprintf(" in [mcp.%s]", name), mcpKeys)
 			}
@@ -544,6 +589,28 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 		d.file.MCP[name] = s
 	}
 	return nil
+}
+
+// proxyNotInProject refuses proxy settings in a project file: turning the
+// proxy off ends the governing of MCP calls, which a repository must not be
+// able to do.
+func (d *decoder) proxyNotInProject(at pos) error {
+	if d.file.Layer == Project {
+		return d.errorf(at, "set proxy in your user config, never in a project file", "a project file cannot turn the MCP proxy on or off")
+	}
+	return nil
+}
+
+func (d *decoder) boolean(prim toml.Primitive, at pos, key string) (bool, error) {
+	v, err := d.value(prim)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, d.errorf(at, fmt.Sprintf("write %s = true or %s = false", key, key), "%s must be true or false, not %s", key, typeName(v))
+	}
+	return b, nil
 }
 
 func typeName(v any) string {

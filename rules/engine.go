@@ -16,10 +16,14 @@ type Policy struct {
 	Rules []*Rule
 	// ReadOnly is the effective read_only setting: "ask" if any layer asks
 	// for it, since asking is never a loosening.
-	ReadOnly  string
-	Mode      string
-	Remember  string
-	mcpRO     map[string][]*glob
+	ReadOnly string
+	Mode     string
+	Remember string
+	mcpRO    map[string][]*glob
+	mcpTrust map[string]bool
+	// mcpProxy is each server's proxy setting, with "" for [mcp] proxy;
+	// the first layer that sets one wins, managed first.
+	mcpProxy  map[string]bool
 	protected *protectedPaths
 	home      string
 
@@ -34,7 +38,7 @@ type Policy struct {
 // brokerFiles the broker's own config, trust and state locations, which are
 // protected paths.
 func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
-	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, home: home, byProgram: map[string][]*Rule{}}
+	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, mcpTrust: map[string]bool{}, mcpProxy: map[string]bool{}, home: home, byProgram: map[string][]*Rule{}}
 	order := []Layer{Managed, User, Project, Remembered}
 	for _, layer := range order {
 		for _, f := range files {
@@ -48,11 +52,20 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 			if f.ReadOnly == "ask" {
 				p.ReadOnly = "ask"
 			}
+			if _, set := p.mcpProxy[""]; !set && f.MCPProxy != nil {
+				p.mcpProxy[""] = *f.MCPProxy
+			}
+			for name, s := range f.MCP {
+				if _, set := p.mcpProxy[name]; !set && s.Proxy != nil {
+					p.mcpProxy[name] = *s.Proxy
+				}
+			}
 			if !f.loosens() {
 				continue
 			}
 			for name, s := range f.MCP {
 				p.mcpRO[name] = append(p.mcpRO[name], s.ReadOnlyTools...)
+				p.mcpTrust[name] = p.mcpTrust[name] || s.TrustAnnotations
 			}
 			if f.Remember != "" && p.Remember == "" {
 				p.Remember = f.Remember
@@ -492,7 +505,8 @@ var readOnlyKinds = []string{"read", "search", "think"}
 // defaultFor decides an action no rule spoke for: what only reads is
 // allowed (unless read_only = "ask"); commands, writes, fetches and
 // everything else are asked. A command is never read-only by default, and
-// an MCP tool is read-only only when the config says so for that server.
+// an MCP tool is read-only only when the config lists it, or its server is
+// trusted and annotates it read-only and not destructive, as first seen.
 func (p *Policy) defaultFor(req *Request, a action) Decision {
 	readOnly := Allow
 	if p.ReadOnly == "ask" {
@@ -502,12 +516,16 @@ func (p *Policy) defaultFor(req *Request, a action) Decision {
 	case actCommand, actURL:
 		return Ask
 	case actPath:
+		if ro, _ := p.mcpDefault(req); ro {
+			// The paths a read-only tool names are paths it reads.
+			return readOnly
+		}
 		if a.path.Write || !slices.Contains(readOnlyKinds, req.Kind) {
 			return Ask
 		}
 		return readOnly
 	case actMCP:
-		if anyGlob(p.mcpRO[req.MCP.Server], req.MCP.Tool) {
+		if ro, _ := p.mcpDefault(req); ro {
 			return readOnly
 		}
 		return Ask
@@ -518,10 +536,56 @@ func (p *Policy) defaultFor(req *Request, a action) Decision {
 	return Ask
 }
 
+// mcpDefault reports whether the request's MCP tool is read-only by the
+// config or by its trusted server's pinned annotations, and why.
+func (p *Policy) mcpDefault(req *Request) (bool, string) {
+	if req.MCP == nil {
+		return false, ""
+	}
+	if anyGlob(p.mcpRO[req.MCP.Server], req.MCP.Tool) {
+		return true, fmt.Sprintf("%s is listed in read_only_tools", req.MCP.String())
+	}
+	if req.ctx.MCPHints == nil {
+		return false, ""
+	}
+	h := req.ctx.MCPHints(req.MCP.Server, req.MCP.Tool)
+	switch {
+	case !h.Known:
+		return false, ""
+	case !p.mcpTrust[req.MCP.Server]:
+		if h.ReadOnly {
+			return false, fmt.Sprintf("%s says it is read-only, but its server's annotations are not trusted (trust_annotations)", req.MCP.String())
+		}
+		return false, ""
+	case h.Changed != "":
+		return false, fmt.Sprintf("%s changed since it was pinned (%s)", req.MCP.String(), h.Changed)
+	case h.ReadOnly:
+		return true, fmt.Sprintf("%s is annotated readOnlyHint by its trusted server", req.MCP.String())
+	}
+	return false, ""
+}
+
+// MCPProxy reports whether the broker proxies the stdio MCP server of this
+// name: [mcp.<server>] proxy, else [mcp] proxy, else yes.
+func (p *Policy) MCPProxy(server string) bool {
+	if v, ok := p.mcpProxy[server]; ok {
+		return v
+	}
+	if v, ok := p.mcpProxy[""]; ok {
+		return v
+	}
+	return true
+}
+
+// TrustsAnnotations reports whether a server's annotations may relax the
+// default (trust_annotations in a file that may loosen).
+func (p *Policy) TrustsAnnotations(server string) bool { return p.mcpTrust[server] }
+
 func (p *Policy) defaultReason(req *Request, a action, d Decision) string {
 	switch {
-	case d == Allow && a.kind == actMCP:
-		return fmt.Sprintf("%s is listed in read_only_tools", req.MCP.String())
+	case req.MCP != nil && (a.kind == actMCP || a.kind == actPath) && d == Allow:
+		_, why := p.mcpDefault(req)
+		return why
 	case d == Allow:
 		return fmt.Sprintf("kind %q only reads", req.Kind)
 	case a.kind == actCommand:
@@ -531,6 +595,9 @@ func (p *Policy) defaultReason(req *Request, a action, d Decision) string {
 	case a.kind == actURL:
 		return "no rule allows fetching this URL"
 	case a.kind == actMCP:
+		if _, why := p.mcpDefault(req); why != "" {
+			return "no rule allows this MCP tool; " + why
+		}
 		return "no rule allows this MCP tool"
 	case p.ReadOnly == "ask" && slices.Contains(readOnlyKinds, req.Kind):
 		return `read_only = "ask"`

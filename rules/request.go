@@ -23,6 +23,20 @@ type Context struct {
 	Mode       string // the broker's permission mode, for rules with modes
 	// Session holds the answers remembered for this session only.
 	Session []*Rule
+	// MCPHints, if not nil, tells what the broker learned of an MCP tool
+	// from its server (through the MCP proxy).
+	MCPHints func(server, tool string) ToolHints
+}
+
+// ToolHints is what an MCP server said of one of its tools, checked against
+// what it said the first time.
+type ToolHints struct {
+	Known bool // the server has listed the tool
+	// ReadOnly is readOnlyHint true and destructiveHint not true, as pinned.
+	ReadOnly bool
+	// Changed says how the tool's annotations or description differ from
+	// the pinned ones; empty when they do not.
+	Changed string
 }
 
 // Request is a permission request read into everything it would do.
@@ -123,6 +137,26 @@ func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
 	if strictErr != nil {
 		r.notUnderstood("the tool call: %v", strictErr)
 	}
+	return r
+}
+
+// ReadMCPCall reads an MCP tools/call the broker's proxy holds into a
+// Request: the server and tool are known exactly, and the arguments are read
+// as a tool's input is, so that command, path and URL rules apply to them.
+func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *Request {
+	r := &Request{ctx: ctx, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
+	var input map[string]json.RawMessage
+	if len(arguments) > 0 && !isNull(arguments) {
+		if err := checkStrict(arguments); err != nil {
+			r.notUnderstood("arguments: %v", err)
+		}
+		if err := json.Unmarshal(arguments, &input); err != nil {
+			r.notUnderstood("the arguments are not an object")
+		}
+	}
+	r.readCommand(input)
+	r.readPaths(nil, input)
+	r.readURL(input)
 	return r
 }
 

@@ -52,28 +52,37 @@ func (s Store) Load() ([]Entry, error) {
 
 // update runs change on the entries under the lock and writes the result.
 func (s Store) update(change func([]Entry) []Entry) error {
-	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+	return WithLock(s.Path, func() error {
+		entries, err := s.Load()
+		if err != nil {
+			return fmt.Errorf("not writing remembered answers over a file that cannot be read: %w", err)
+		}
+		var buf bytes.Buffer
+		buf.WriteString("# Answers you gave an agent \"always\", kept by acp-broker.\n# List them with 'acp-broker remembered list'; remove with 'acp-broker remembered revoke ID'.\n")
+		if err := toml.NewEncoder(&buf).Encode(storeFile{Entry: change(entries)}); err != nil {
+			return err
+		}
+		return WriteFileAtomic(s.Path, buf.Bytes())
+	})
+}
+
+// WithLock runs fn holding an exclusive lock on path's lock file (path plus
+// ".lock"), so that brokers reading, changing and replacing a shared state
+// file one after another lose no update.
+func WithLock(path string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(s.Path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("locking %s: %w", s.Path, err)
+		return fmt.Errorf("locking %s: %w", path, err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	entries, err := s.Load()
-	if err != nil {
-		return fmt.Errorf("not writing remembered answers over a file that cannot be read: %w", err)
-	}
-	var buf bytes.Buffer
-	buf.WriteString("# Answers you gave an agent \"always\", kept by acp-broker.\n# List them with 'acp-broker remembered list'; remove with 'acp-broker remembered revoke ID'.\n")
-	if err := toml.NewEncoder(&buf).Encode(storeFile{Entry: change(entries)}); err != nil {
-		return err
-	}
-	return WriteFileAtomic(s.Path, buf.Bytes())
+	return fn()
 }
 
 // entryID names an entry by what it decides, so the same answer learned by

@@ -60,7 +60,49 @@ type Options struct {
 	KillGrace      time.Duration // after SIGTERM, before SIGKILL
 
 	Policy Policy // decides intercepted requests; required
+
+	// Setup, if not nil, may rewrite the editor's session set-up requests
+	// before the agent sees them.
+	Setup Setup
+	// Started, if not nil, is called once the relay is ready, with the
+	// handle through which the broker's own messages reach the editor.
+	Started func(*Editor)
 }
+
+// Setup may change the editor's session set-up requests (session/new, load,
+// resume and fork): the one place a message is not relayed as sent.
+type Setup interface {
+	// Rewrite returns the request to send the agent instead of m, or nil to
+	// send m unchanged, with a note for the trace. established, if not nil,
+	// learns the session the request set up once the agent has answered
+	// ("" if it failed). An error refuses the request: the editor gets it
+	// and the agent never sees the request.
+	Rewrite(m *jsonrpc.Message) (out []byte, note string, established func(sessionID string), err error)
+}
+
+// SetupMethods are the editor requests a Setup sees.
+var SetupMethods = map[string]bool{"session/new": true, "session/load": true, "session/resume": true, "session/fork": true}
+
+// Editor sends the broker's own messages to the editor.
+type Editor struct{ b *broker }
+
+// Request sends a request of the broker's own to the editor and waits for
+// its response, which never reaches the agent.
+func (e *Editor) Request(ctx context.Context, method string, params any) (*jsonrpc.Message, error) {
+	return e.b.requestEditor(ctx, method, params)
+}
+
+// Notify sends a notification of the broker's own to the editor.
+func (e *Editor) Notify(method string, params any) error {
+	frame, err := jsonrpc.NewNotification(method, params)
+	if err != nil {
+		return err
+	}
+	return e.b.toEditor("broker->editor", frame)
+}
+
+// Session returns what is known of a session.
+func (e *Editor) Session(id string) Info { return e.b.tracker.info(id) }
 
 // Run starts the agent, relays until the agent has exited, and returns the
 // status the broker should exit with: the agent's own.
@@ -107,6 +149,9 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		b.readAgent(jsonrpc.NewReader(proc.stdout, opts.MaxMessageSize))
 		close(agentDone)
 	}()
+	if opts.Started != nil {
+		opts.Started(&Editor{b})
+	}
 	go b.readEditor(jsonrpc.NewReader(opts.EditorIn, opts.MaxMessageSize))
 
 	for stopping := false; !stopping; {
@@ -152,6 +197,7 @@ type broker struct {
 	log       *slog.Logger
 	agentName string
 	policy    Policy
+	setup     Setup
 	tracker   *tracker
 	editor    *jsonrpc.Writer
 	agent     *jsonrpc.Writer
@@ -174,7 +220,10 @@ type broker struct {
 	// own holds the broker's own requests to the editor awaiting answers.
 	own    map[string]chan *jsonrpc.Message
 	nextID uint64
-	exited bool
+	// established holds, by editor request id, who learns which session a
+	// rewritten set-up request created.
+	established map[string]func(sessionID string)
+	exited      bool
 }
 
 func newBroker(opts Options, proc *agentProcess) *broker {
@@ -182,6 +231,7 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		log:           opts.Logger,
 		agentName:     filepath.Base(opts.AgentArgs[0]),
 		policy:        opts.Policy,
+		setup:         opts.Setup,
 		tracker:       newTracker(),
 		editor:        jsonrpc.NewWriter(opts.EditorOut),
 		agent:         jsonrpc.NewWriter(proc.stdin),
@@ -192,6 +242,7 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		withdrawn:     make(map[string]struct{}),
 		editorPending: make(map[string]json.RawMessage),
 		own:           make(map[string]chan *jsonrpc.Message),
+		established:   make(map[string]func(string)),
 	}
 }
 
@@ -247,7 +298,13 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 			b.tracker.agentResponse(m)
 			b.mu.Lock()
 			delete(b.editorPending, m.IDKey())
+			established := b.established[m.IDKey()]
+			delete(b.established, m.IDKey())
 			b.mu.Unlock()
+			if established != nil {
+				id, _ := jsonrpc.String(m.Result, "sessionId")
+				established(id)
+			}
 		case jsonrpc.Notification:
 			switch m.Method {
 			case "session/update":
@@ -310,7 +367,14 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 				b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeServerError, "agent has exited"))
 				continue
 			}
-			if err := b.toAgent("editor->agent", frame); err != nil {
+			out, ok := b.rewrite(m, frame)
+			if !ok {
+				b.mu.Lock()
+				delete(b.editorPending, key)
+				b.mu.Unlock()
+				continue
+			}
+			if err := b.toAgent(out.dir, out.frame); err != nil {
 				b.mu.Lock()
 				delete(b.editorPending, key)
 				b.mu.Unlock()
@@ -332,6 +396,41 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 		}
 		b.toAgent("editor->agent", frame)
 	}
+}
+
+type outgoing struct {
+	dir   string
+	frame []byte
+}
+
+// rewrite gives the Setup a session set-up request. It returns what to send
+// the agent, or false when the request was refused and answered.
+func (b *broker) rewrite(m *jsonrpc.Message, frame []byte) (outgoing, bool) {
+	if b.setup == nil || !SetupMethods[m.Method] {
+		return outgoing{"editor->agent", frame}, true
+	}
+	out, note, established, err := b.setup.Rewrite(m)
+	if err != nil {
+		b.log.Warn("refused a session set-up request", "method", m.Method, "err", err)
+		b.trace.record("editor->broker", frame, "refused: "+err.Error())
+		b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+err.Error()))
+		return outgoing{}, false
+	}
+	if established != nil {
+		if id, ok := jsonrpc.String(m.Params, "sessionId"); ok && m.Method != "session/fork" {
+			established(id)
+		} else {
+			b.mu.Lock()
+			b.established[m.IDKey()] = established
+			b.mu.Unlock()
+		}
+	}
+	if out == nil {
+		return outgoing{"editor->agent", frame}, true
+	}
+	b.log.Info("rewrote a session set-up request", "method", m.Method, "change", note)
+	b.trace.record("editor->broker", frame, "rewritten: "+note)
+	return outgoing{"broker->agent", out}, true
 }
 
 // editorResponse routes a response from the editor that is not the agent's
@@ -495,8 +594,14 @@ func (b *broker) requestEditor(ctx context.Context, method string, params any) (
 		}
 	}
 	b.mu.Lock()
+	_, unanswered := b.own[key]
 	delete(b.own, key)
 	b.mu.Unlock()
+	if unanswered {
+		// The editor may still show it: withdrawn, and a late answer is
+		// dropped rather than taken for one to the agent.
+		b.withdrawFromEditor(jsonrpc.Quote(id))
+	}
 	return nil, err
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-broker/acp-broker/mcp"
 	"github.com/acp-broker/acp-broker/permission"
 	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
@@ -141,6 +142,8 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newRememberedCmd(stdout),
 		newPendingCmd(stdout),
 		newAnswerCmd(stdout),
+		newMCPCmd(stdout),
+		newMCPProxyCmd(stdin, stdout, stderr),
 	)
 	return cmd
 }
@@ -192,6 +195,11 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		return err
 	}
 	defer closeAudit()
+	hub, err := newHub(engine, logger)
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
 
 	// Catching SIGPIPE, rather than ignoring it (which the agent would inherit),
 	// turns a write to an editor that went away into an EPIPE error instead of
@@ -211,6 +219,8 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		ShutdownGrace:  opts.shutdownGrace,
 		KillGrace:      opts.killGrace,
 		Policy:         engine,
+		Setup:          hub,
+		Started:        engine.Started,
 	})
 	if err != nil {
 		return userError(1, err.Error())
@@ -265,11 +275,26 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 		audit.Close()
 		return nil, nil, err
 	}
-	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir, Asker: asker}
+	engine := &permission.Engine{Rules: source, Mode: opts.mode, Audit: audit, Log: logger, Agent: agentName, Home: loc.Home, StateDir: loc.StateDir, Asker: asker, Catalog: mcp.CatalogIn(loc.StateDir)}
 	return engine, func() {
 		engine.Close(time.Second)
 		closeAsker()
 	}, nil
+}
+
+// newHub opens the private socket of the MCP proxies. Without it no stdio
+// MCP server could be governed, so failing to open it stops the broker
+// rather than letting servers run unwatched.
+func newHub(engine *permission.Engine, logger *slog.Logger) (*mcp.Hub, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, userError(1, fmt.Sprintf("cannot find the broker's own executable for the MCP proxy: %v", err))
+	}
+	hub := &mcp.Hub{Exe: exe, Catalog: engine.Catalog, Log: logger, Policy: engine.Rules.Policy, Governor: engine}
+	if err := hub.Listen(); err != nil {
+		return nil, userError(1, fmt.Sprintf("cannot open the MCP proxies' socket: %v", err), "check that $TMPDIR is writable")
+	}
+	return hub, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -1,13 +1,13 @@
-package notify
+package peercred
 
 import (
 	"net"
 	"syscall"
 )
 
-// peerCred returns the uid and pid of the process at the other end of conn,
+// Of returns the uid and pid of the process at the other end of conn,
 // as the kernel recorded them when it connected (SO_PEERCRED).
-func peerCred(conn *net.UnixConn) (uid, pid int, err error) {
+func Of(conn *net.UnixConn) (uid, pid int, err error) {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return 0, 0, err

@@ -1,15 +1,15 @@
 //go:build !linux
 
-package notify
+package peercred
 
 import (
 	"errors"
 	"net"
 )
 
-// peerCred would return the uid and pid of the process at the other end of
+// Of would return the uid and pid of the process at the other end of
 // conn. Only Linux is supported: elsewhere every peer is refused, so the
 // local channel serves nobody rather than anybody.
-func peerCred(conn *net.UnixConn) (uid, pid int, err error) {
+func Of(conn *net.UnixConn) (uid, pid int, err error) {
 	return 0, 0, errors.New("peer credentials are not supported on this system")
 }

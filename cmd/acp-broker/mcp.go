@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acp-broker/acp-broker/mcp"
+	"github.com/acp-broker/acp-broker/rules"
+)
+
+// newMCPProxyCmd is what the agent starts in place of a stdio MCP server
+// once the broker has rewritten the session set-up. Users do not run it.
+func newMCPProxyCmd(stdin io.Reader, stdout io.Writer, stderr io.Writer) *cobra.Command {
+	var o mcp.ProxyOptions
+	cmd := &cobra.Command{
+		Use:    mcp.ProxyCommand + " --socket PATH --token TOKEN --server NAME -- COMMAND [ARGS...]",
+		Short:  "Relay one MCP server for the broker that started the agent (written into the session set-up)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Socket == "" || o.Token == "" {
+				return userError(2, "mcp-proxy needs --socket and --token", "it is started by acp-broker's rewrite of the session set-up, not by hand")
+			}
+			o.Command, o.Stdin, o.Stdout, o.Stderr = args, stdin, stdout, os.Stderr
+			o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("component", "acp-broker mcp-proxy")
+			code, err := mcp.RunProxy(cmd.Context(), o)
+			if err != nil {
+				return userError(1, "mcp-proxy: "+err.Error())
+			}
+			if code != 0 {
+				return statusError(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&o.Socket, "socket", "", "the broker's private socket")
+	cmd.Flags().StringVar(&o.Token, "token", "", "this server entry's token")
+	cmd.Flags().StringVar(&o.Server, "server", "", "the server's name in the session set-up")
+	return cmd
+}
+
+func newMCPCmd(stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Show the MCP tools the broker has seen, and accept changed annotations",
+		Long: `The broker runs each stdio MCP server the editor passes to the agent through
+'acp-broker mcp-proxy', which reports the server's tools and their annotations.
+Annotations are pinned per server and tool the first time they are seen; a tool
+whose annotations or description later differ loses any read-only relaxation
+until you accept the change.`,
+	}
+	cmd.AddCommand(newMCPToolsCmd(stdout), newMCPAcceptCmd(stdout), newMCPForgetCmd(stdout))
+	return cmd
+}
+
+func catalog() (*mcp.Catalog, rules.Locations, error) {
+	loc, err := rules.DefaultLocations()
+	if err != nil {
+		return nil, loc, userError(1, err.Error())
+	}
+	return mcp.CatalogIn(loc.StateDir), loc, nil
+}
+
+// toolRow is one tool as `mcp tools` shows it.
+type toolRow struct {
+	Server      string          `json:"server"`
+	Tool        string          `json:"tool"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Trust is "trusted" when the server's annotations may relax the
+	// default (trust_annotations), else "untrusted".
+	Trust    string   `json:"trust"`
+	ReadOnly bool     `json:"read_only_hint"`
+	Pinned   string   `json:"pinned"` // "pinned", or how the tool changed
+	Effect   string   `json:"effect"` // what the annotations do to the default
+	Sessions []string `json:"sessions,omitempty"`
+}
+
+func toolRows(c *mcp.Catalog, policy *rules.Policy, session string) ([]toolRow, error) {
+	servers, err := c.Load()
+	if err != nil {
+		return nil, err
+	}
+	var rows []toolRow
+	for _, server := range sorted(servers) {
+		for _, name := range sorted(servers[server]) {
+			r := servers[server][name]
+			if session != "" && !slices.Contains(r.Sessions, session) {
+				continue
+			}
+			row := toolRow{Server: server, Tool: name, Annotations: r.Seen.Annotations, ReadOnly: r.ReadOnly(), Sessions: r.Sessions, Trust: "untrusted", Pinned: "pinned"}
+			if d := r.Changed(); d != "" {
+				row.Pinned = "changed: " + d
+			}
+			trusted := policy != nil && policy.TrustsAnnotations(server)
+			if trusted {
+				row.Trust = "trusted"
+			}
+			switch {
+			case !r.ReadOnly():
+				row.Effect = "asked (not read-only)"
+			case !trusted:
+				row.Effect = "asked (annotations not trusted)"
+			case row.Pinned != "pinned":
+				row.Effect = "asked (changed since pinned)"
+			default:
+				row.Effect = "read-only default"
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+func sorted[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func newMCPToolsCmd(stdout io.Writer) *cobra.Command {
+	var session, dir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List each MCP tool seen: its annotations, whether they are trusted, and whether they still match their pin",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, loc, err := catalog()
+			if err != nil {
+				return err
+			}
+			policy, _, err := rules.Load(rules.LoadOptions{Locations: loc, ProjectDir: dir})
+			if err != nil {
+				return configError(err)
+			}
+			rows, err := toolRows(c, policy, session)
+			if err != nil {
+				return userError(1, err.Error(), "the file is left as it is; fix or remove it by hand")
+			}
+			if asJSON {
+				enc := json.NewEncoder(stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(stdout, "No MCP tools seen yet. They are listed once an agent lists a proxied server's tools.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SERVER\tTOOL\tANNOTATIONS\tTRUST\tPINNED\tEFFECT")
+			for _, r := range rows {
+				ann := string(r.Annotations)
+				if ann == "" {
+					ann = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, r.Tool, ann, r.Trust, r.Pinned, r.Effect)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "only the tools listed in this ACP session")
+	cmd.Flags().StringVar(&dir, "project", ".", "the project whose rules decide trust")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newMCPAcceptCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "accept SERVER [TOOL]",
+		Short: "Pin what a server's tools now say, after you have checked the change",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := catalog()
+			if err != nil {
+				return err
+			}
+			tool := ""
+			if len(args) == 2 {
+				tool = args[1]
+			}
+			accepted, err := c.Accept(args[0], tool)
+			if err != nil {
+				return userError(1, err.Error())
+			}
+			if len(accepted) == 0 {
+				fmt.Fprintf(stdout, "Nothing to accept: no tool of %s differs from its pin.\n", args[0])
+				return nil
+			}
+			fmt.Fprintf(stdout, "Pinned anew: %s/%s\n", args[0], strings.Join(accepted, ", "+args[0]+"/"))
+			return nil
+		},
+	}
+}
+
+func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "forget SERVER [TOOL]",
+		Short: "Remove a server's tools from the catalog; they are pinned anew when next listed",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := catalog()
+			if err != nil {
+				return err
+			}
+			tool := ""
+			if len(args) == 2 {
+				tool = args[1]
+			}
+			n, err := c.Forget(args[0], tool)
+			if err != nil {
+				return userError(1, err.Error())
+			}
+			fmt.Fprintf(stdout, "Forgot %d tool(s) of %s.\n", n, args[0])
+			return nil
+		},
+	}
+}

@@ -1,0 +1,412 @@
+package mcp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/acp-broker/acp-broker/rules"
+)
+
+// maxSessionsPerTool bounds the session ids kept with each tool.
+const maxSessionsPerTool = 16
+
+// Snapshot is what a server said of one tool at one time: the annotations as
+// sent (keys sorted) and a digest of the description. The description itself
+// is not kept: it can be long, and only whether it changed matters.
+type Snapshot struct {
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Description string          `json:"description_sha256"`
+	At          time.Time       `json:"at"`
+}
+
+// Record is the catalog's entry for one tool of one server.
+type Record struct {
+	Pinned Snapshot `json:"pinned"`
+	Seen   Snapshot `json:"seen"`
+	// Sessions are the ACP sessions (newest last) in which the tool was
+	// listed.
+	Sessions []string `json:"sessions,omitempty"`
+}
+
+// Changed says how the tool's last listing differs from the pinned one, or
+// "" when it does not.
+func (r *Record) Changed() string { return diff(r.Pinned, r.Seen) }
+
+// ReadOnly reports whether the pinned annotations say read-only and not
+// destructive.
+func (r *Record) ReadOnly() bool { return readOnly(r.Pinned.Annotations) }
+
+type catalogFile struct {
+	Version int                           `json:"version"`
+	Servers map[string]map[string]*Record `json:"servers"`
+}
+
+// Catalog is the pinned annotations of every MCP tool the user's brokers
+// have seen, in $XDG_STATE_HOME/acp-broker/mcp-tools.json, and what this
+// broker's proxies reported while it runs.
+//
+// The file is shared by every broker of the user, like the remembered
+// answers: writers lock it and replace it whole. A tool is pinned the first
+// time any broker sees it; later listings are compared with the pin.
+type Catalog struct {
+	Path string
+
+	mu sync.Mutex
+	// live holds the tools listed to this broker, by server and tool. Only
+	// these give hints: annotations a server gave in an earlier run say
+	// nothing of what it is now.
+	live map[string]map[string]*Record
+	// conflicts names tools a server listed twice, differently, in one list.
+	conflicts map[string]string
+	stamp     fileStamp
+}
+
+// CatalogIn returns the catalog of a state directory.
+func CatalogIn(stateDir string) *Catalog {
+	return &Catalog{Path: filepath.Join(stateDir, "mcp-tools.json")}
+}
+
+// Tool is one entry of a tools/list result, as far as the catalog reads it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Annotations json.RawMessage `json:"annotations"`
+}
+
+// Change is what a report changed in the catalog: a tool pinned for the
+// first time, or one whose listing no longer matches its pin.
+type Change struct {
+	Server, Tool string
+	Pinned       bool   // first seen: pinned now
+	Differs      string // how it differs from the pin; "" when it does not
+	ReadOnly     bool   // what the pin says
+}
+
+// Observe records the tools a server listed in a session, pins those never
+// seen before, and returns what changed. A tool listed again as pinned is not
+// a change.
+func (c *Catalog) Observe(server, session string, tools []Tool) ([]Change, error) {
+	now := time.Now().UTC().Truncate(time.Second)
+	snaps := make(map[string]Snapshot, len(tools))
+	conflicts := map[string]string{}
+	for _, t := range tools {
+		s := snapshot(t, now)
+		if prev, dup := snaps[t.Name]; dup && diff(prev, s) != "" {
+			conflicts[t.Name] = "listed twice, differently: " + diff(prev, s)
+		}
+		snaps[t.Name] = s
+	}
+	var changes []Change
+	var live map[string]*Record
+	err := c.update(func(f *catalogFile) {
+		known := f.Servers[server]
+		if known == nil {
+			known = map[string]*Record{}
+			f.Servers[server] = known
+		}
+		live = map[string]*Record{}
+		for _, name := range sortedKeys(snaps) {
+			snap := snaps[name]
+			r, ok := known[name]
+			if !ok {
+				r = &Record{Pinned: snap}
+				known[name] = r
+				changes = append(changes, Change{Server: server, Tool: name, Pinned: true, ReadOnly: readOnly(snap.Annotations)})
+			}
+			before := r.Changed()
+			r.Seen = snap
+			if session != "" && !slices.Contains(r.Sessions, session) {
+				r.Sessions = append(r.Sessions, session)
+				if len(r.Sessions) > maxSessionsPerTool {
+					r.Sessions = r.Sessions[len(r.Sessions)-maxSessionsPerTool:]
+				}
+			}
+			if d := r.Changed(); d != "" && d != before {
+				changes = append(changes, Change{Server: server, Tool: name, Differs: d, ReadOnly: r.ReadOnly()})
+			}
+			cp := *r
+			live[name] = &cp
+		}
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live == nil {
+		c.live, c.conflicts = map[string]map[string]*Record{}, map[string]string{}
+	}
+	if err != nil {
+		// The listing is not pinned: none of these tools may be relaxed.
+		for name := range snaps {
+			c.conflicts[server+"/"+name] = "the catalog cannot be written: " + err.Error()
+		}
+		return nil, err
+	}
+	if c.live[server] == nil {
+		c.live[server] = map[string]*Record{}
+	}
+	for name, r := range live {
+		c.live[server][name] = r
+		key := server + "/" + name
+		delete(c.conflicts, key)
+		if why, ok := conflicts[name]; ok {
+			c.conflicts[key] = why
+		}
+	}
+	return changes, nil
+}
+
+// Hints tells the rules what this broker's proxies learned of a tool. A
+// tool no proxy of this broker listed is unknown, whatever the file says.
+func (c *Catalog) Hints(server, tool string) rules.ToolHints {
+	c.refreshPins()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.live[server][tool]
+	if !ok {
+		return rules.ToolHints{}
+	}
+	h := rules.ToolHints{Known: true, ReadOnly: r.ReadOnly(), Changed: r.Changed()}
+	if why, ok := c.conflicts[server+"/"+tool]; ok {
+		h.Changed = why
+	}
+	return h
+}
+
+// Live returns copies of the tools this broker's proxies listed.
+func (c *Catalog) Live() map[string]map[string]Record {
+	c.refreshPins()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]map[string]Record{}
+	for s, tools := range c.live {
+		out[s] = map[string]Record{}
+		for name, r := range tools {
+			out[s][name] = *r
+		}
+	}
+	return out
+}
+
+// refreshPins takes pins accepted since (acp-broker mcp accept) into the
+// live view, when the file changed.
+func (c *Catalog) refreshPins() {
+	stamp := stampOf(c.Path)
+	c.mu.Lock()
+	same := stamp == c.stamp || len(c.live) == 0
+	c.mu.Unlock()
+	if same {
+		return
+	}
+	f, err := c.load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stamp = stamp
+	if err != nil {
+		return
+	}
+	for server, tools := range c.live {
+		for name, r := range tools {
+			if stored, ok := f.Servers[server][name]; ok {
+				r.Pinned = stored.Pinned
+			}
+		}
+	}
+}
+
+// Load reads the whole catalog file.
+func (c *Catalog) Load() (map[string]map[string]*Record, error) {
+	f, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	return f.Servers, nil
+}
+
+// Accept pins what a server's tools (all of them when tool is "") last
+// listed, so a change the user has checked relaxes again. It returns the
+// tools it pinned anew.
+func (c *Catalog) Accept(server, tool string) ([]string, error) {
+	var accepted []string
+	err := c.update(func(f *catalogFile) {
+		for name, r := range f.Servers[server] {
+			if (tool == "" || tool == name) && r.Changed() != "" {
+				r.Pinned = r.Seen
+				accepted = append(accepted, name)
+			}
+		}
+	})
+	sort.Strings(accepted)
+	return accepted, err
+}
+
+// Forget removes a server's tools (one of them when tool is not "") from
+// the catalog: they are pinned anew when next listed.
+func (c *Catalog) Forget(server, tool string) (int, error) {
+	n := 0
+	err := c.update(func(f *catalogFile) {
+		for name := range f.Servers[server] {
+			if tool == "" || tool == name {
+				delete(f.Servers[server], name)
+				n++
+			}
+		}
+		if len(f.Servers[server]) == 0 {
+			delete(f.Servers, server)
+		}
+	})
+	return n, err
+}
+
+func (c *Catalog) load() (*catalogFile, error) {
+	f := &catalogFile{Version: 1, Servers: map[string]map[string]*Record{}}
+	data, err := os.ReadFile(c.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, f); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	if f.Servers == nil {
+		f.Servers = map[string]map[string]*Record{}
+	}
+	return f, nil
+}
+
+// update changes the file under an exclusive lock and replaces it whole.
+func (c *Catalog) update(change func(*catalogFile)) error {
+	return rules.WithLock(c.Path, func() error {
+		f, err := c.load()
+		if err != nil {
+			return fmt.Errorf("not writing the MCP tool catalog over a file that cannot be read: %w", err)
+		}
+		change(f)
+		data, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return err
+		}
+		return rules.WriteFileAtomic(c.Path, append(data, '\n'))
+	})
+}
+
+func snapshot(t Tool, at time.Time) Snapshot {
+	sum := sha256.Sum256([]byte(t.Description))
+	return Snapshot{Annotations: canonical(t.Annotations), Description: hex.EncodeToString(sum[:]), At: at}
+}
+
+// canonical re-encodes annotations with sorted keys, so that two listings
+// of the same annotations compare equal whatever their key order; null and
+// {} become nothing.
+func canonical(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	var v map[string]any
+	if json.Unmarshal(raw, &v) != nil {
+		// Not an object: kept as sent, and never read as read-only.
+		return append(json.RawMessage(nil), raw...)
+	}
+	if len(v) == 0 {
+		return nil
+	}
+	out, _ := json.Marshal(v) // maps encode with sorted keys
+	return out
+}
+
+// readOnly reads the MCP hints: readOnlyHint true, and destructiveHint not
+// true (absent means destructive only for tools that write, so it does not
+// count against a read-only tool).
+func readOnly(annotations json.RawMessage) bool {
+	var a struct {
+		ReadOnly    *bool `json:"readOnlyHint"`
+		Destructive *bool `json:"destructiveHint"`
+	}
+	if json.Unmarshal(annotations, &a) != nil {
+		return false
+	}
+	return a.ReadOnly != nil && *a.ReadOnly && (a.Destructive == nil || !*a.Destructive)
+}
+
+// diff describes how b differs from a: each annotation that changed, and
+// the description.
+func diff(a, b Snapshot) string {
+	var out []string
+	var am, bm map[string]any
+	_ = json.Unmarshal(a.Annotations, &am)
+	_ = json.Unmarshal(b.Annotations, &bm)
+	if am == nil && len(a.Annotations) > 0 || bm == nil && len(b.Annotations) > 0 {
+		if !bytes.Equal(a.Annotations, b.Annotations) {
+			out = append(out, "annotations changed")
+		}
+	} else {
+		keys := map[string]bool{}
+		for k := range am {
+			keys[k] = true
+		}
+		for k := range bm {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			av, aok := am[k]
+			bv, bok := bm[k]
+			if aok == bok && fmt.Sprint(av) == fmt.Sprint(bv) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s %s → %s", k, show(av, aok), show(bv, bok)))
+		}
+	}
+	if a.Description != b.Description {
+		out = append(out, "description changed")
+	}
+	return strings.Join(out, ", ")
+}
+
+func show(v any, ok bool) string {
+	if !ok {
+		return "unset"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// fileStamp tells whether a file changed since it was last read.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+	ino  uint64
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	s := fileStamp{size: fi.Size(), mod: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.ino = st.Ino
+	}
+	return s
+}

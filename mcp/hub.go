@@ -1,0 +1,343 @@
+// Package mcp stands the broker between an agent and the stdio MCP servers
+// the editor gives it. The broker rewrites each server's entry in the
+// session set-up so that the agent starts `acp-broker mcp-proxy` instead;
+// the proxy relays the server's traffic byte for byte, reports the tools it
+// lists, and holds each tools/call until the broker has decided it. Proxy
+// and broker talk over a private Unix socket (the Hub), and the tools'
+// annotations are pinned in a catalog the first time they are seen.
+//
+// The package reads and relays; it decides nothing. Decisions belong to the
+// Governor the broker provides.
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/acp-broker/acp-broker/internal/peercred"
+	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/rules"
+)
+
+// Call is one tools/call a proxy holds.
+type Call struct {
+	Session string // the ACP session whose agent made the call; "" if not known yet
+	Cwd     string // that session's working directory
+	Server  string // the server's name in the session set-up
+	Tool    string
+	// Arguments are the call's arguments exactly as sent.
+	Arguments json.RawMessage
+}
+
+// Verdicts a Governor returns.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+	Ask   = "ask" // only from Decide: the call must go to a human (Governor.Ask)
+)
+
+// Verdict is the answer to a held call. Message tells the agent why a call
+// was refused.
+type Verdict struct {
+	Decision string `json:"decision"`
+	Message  string `json:"message,omitempty"`
+}
+
+// Governor decides the calls the proxies hold, and keeps the record.
+type Governor interface {
+	// Decide decides a call from the rules and what the agent already asked
+	// in ACP, without waiting for anyone: Allow, Deny or Ask.
+	Decide(c Call) Verdict
+	// Ask puts a call the rules leave open to a human and waits for the
+	// answer (Allow or Deny). ctx ends if the agent cancels the call.
+	Ask(ctx context.Context, c Call) Verdict
+	// Rewrote records that a session set-up's stdio servers were proxied.
+	Rewrote(method, cwd string, proxied, unchanged []string)
+	// Listed records what a server's listing changed in the catalog.
+	Listed(session string, changes []Change)
+}
+
+// Hub is the broker's end of the private channel: a Unix socket in a fresh
+// 0700 directory that only the broker's user can reach, where each proxy
+// proves with its entry's random token which server it speaks for.
+type Hub struct {
+	// Exe is the broker's executable, which the agent starts as the proxy.
+	Exe     string
+	Catalog *Catalog
+	Log     *slog.Logger
+	// Policy returns the rules in force for a working directory, for the
+	// proxy settings.
+	Policy   func(cwd string) (*rules.Policy, error)
+	Governor Governor
+
+	dir, path string
+	ln        *net.UnixListener
+	uid       int // the only user whose processes are served
+
+	mu    sync.Mutex
+	links map[string]*link // by token
+	conns map[*jsonrpc2.Conn]struct{}
+}
+
+// link is one rewritten server entry, known by its token.
+type link struct {
+	server string
+	cwd    string
+	// session is set once the agent has answered the set-up request.
+	session string
+	// connected is set while a proxy holds the token: a second connection
+	// with the same token is refused, so a process that read the token
+	// cannot speak for a running proxy.
+	connected bool
+}
+
+// Listen opens the hub's socket.
+func (h *Hub) Listen() error {
+	dir, err := os.MkdirTemp("", "acp-broker-mcp-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	path := filepath.Join(dir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	h.dir, h.path, h.ln, h.uid = dir, path, ln, os.Getuid()
+	h.links = map[string]*link{}
+	h.conns = map[*jsonrpc2.Conn]struct{}{}
+	go h.serve()
+	return nil
+}
+
+// Path is the socket's path.
+func (h *Hub) Path() string { return h.path }
+
+// Close stops serving and removes the socket's directory. Proxies still
+// running then refuse every call: nobody is left to decide it.
+func (h *Hub) Close() error {
+	if h.ln == nil {
+		return nil
+	}
+	err := h.ln.Close()
+	h.mu.Lock()
+	for c := range h.conns {
+		c.Close()
+	}
+	h.mu.Unlock()
+	os.RemoveAll(h.dir)
+	return err
+}
+
+func (h *Hub) serve() {
+	for {
+		conn, err := h.ln.AcceptUnix()
+		if err != nil {
+			return
+		}
+		uid, pid, err := peercred.Of(conn)
+		if err != nil || uid != h.uid {
+			h.Log.Warn("refused a connection to the MCP proxy socket from another user", "uid", uid, "pid", pid, "err", err)
+			conn.Close()
+			continue
+		}
+		lc := &linkConn{hub: h, pid: pid, calls: map[string]context.CancelFunc{}}
+		c := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(conn), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(lc.handle)))
+		h.mu.Lock()
+		h.conns[c] = struct{}{}
+		h.mu.Unlock()
+		go func() {
+			<-c.DisconnectNotify()
+			lc.closed()
+			h.mu.Lock()
+			delete(h.conns, c)
+			h.mu.Unlock()
+		}()
+	}
+}
+
+// Methods of the private channel, proxy to hub.
+const (
+	methodHello  = "hello"  // {token} → {server}
+	methodTools  = "tools"  // {tools: [...]}: one tools/list result's tools
+	methodCall   = "call"   // {id, name, arguments} → Verdict, at once
+	methodAsk    = "ask"    // {id, name, arguments} → Verdict, when a human has answered
+	methodCancel = "cancel" // {id}: the agent cancelled a call being asked about
+)
+
+type helloParams struct {
+	Token string `json:"token"`
+}
+
+type helloResult struct {
+	Server string `json:"server"`
+}
+
+type toolsParams struct {
+	Tools []Tool `json:"tools"`
+}
+
+type callParams struct {
+	ID        json.RawMessage `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+type cancelParams struct {
+	ID json.RawMessage `json:"id"`
+}
+
+// linkConn is one proxy's connection. Until it has said hello with a valid
+// token it may do nothing else.
+type linkConn struct {
+	hub *Hub
+	pid int
+
+	mu    sync.Mutex
+	link  *link
+	calls map[string]context.CancelFunc
+}
+
+var errNotIntroduced = errors.New("say hello with your token first")
+
+func (lc *linkConn) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+	h := lc.hub
+	if req.Method == methodHello {
+		var p helloParams
+		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
+			return nil, errors.New("bad hello")
+		}
+		l, err := lc.introduce(p.Token)
+		if err != nil {
+			h.Log.Warn("refused an MCP proxy's hello", "pid", lc.pid, "err", err)
+			// Nothing more is taken from this connection.
+			go conn.Close()
+			return nil, err
+		}
+		return helloResult{Server: l.server}, nil
+	}
+	lc.mu.Lock()
+	l := lc.link
+	lc.mu.Unlock()
+	if l == nil {
+		go conn.Close()
+		return nil, errNotIntroduced
+	}
+	switch req.Method {
+	case methodTools:
+		var p toolsParams
+		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
+			return nil, errors.New("bad tools report")
+		}
+		session := h.session(l)
+		changes, err := h.Catalog.Observe(l.server, session, p.Tools)
+		if err != nil {
+			h.Log.Error("cannot record an MCP server's tools; none of them is relaxed", "server", l.server, "err", err)
+		}
+		if len(changes) > 0 {
+			h.Governor.Listed(session, changes)
+		}
+		return struct{}{}, nil
+	case methodCall, methodAsk:
+		var p callParams
+		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
+			return nil, errors.New("bad call")
+		}
+		h.mu.Lock()
+		c := Call{Session: l.session, Cwd: l.cwd, Server: l.server, Tool: p.Name, Arguments: p.Arguments}
+		h.mu.Unlock()
+		if req.Method == methodCall {
+			return h.Governor.Decide(c), nil
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		key := jsonrpc.IDKey(p.ID)
+		lc.mu.Lock()
+		lc.calls[key] = cancel
+		lc.mu.Unlock()
+		defer func() {
+			lc.mu.Lock()
+			delete(lc.calls, key)
+			lc.mu.Unlock()
+			cancel()
+		}()
+		return h.Governor.Ask(ctx, c), nil
+	case methodCancel:
+		var p cancelParams
+		if req.Params != nil && json.Unmarshal(*req.Params, &p) == nil {
+			lc.mu.Lock()
+			if cancel, ok := lc.calls[jsonrpc.IDKey(p.ID)]; ok {
+				cancel()
+			}
+			lc.mu.Unlock()
+		}
+		return nil, nil
+	}
+	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "unknown method " + req.Method}
+}
+
+// introduce binds the connection to the entry whose token it gave.
+func (lc *linkConn) introduce(token string) (*link, error) {
+	h := lc.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.link != nil {
+		return nil, errors.New("this connection has already said hello")
+	}
+	l, ok := h.links[token]
+	switch {
+	case !ok:
+		return nil, errors.New("unknown token")
+	case l.connected:
+		return nil, fmt.Errorf("the token of server %q is in use by a running proxy", l.server)
+	}
+	l.connected = true
+	lc.link = l
+	return l, nil
+}
+
+// closed frees the connection's token for a restarted proxy and stops its
+// pending asks.
+func (lc *linkConn) closed() {
+	lc.mu.Lock()
+	for _, cancel := range lc.calls {
+		cancel()
+	}
+	l := lc.link
+	lc.mu.Unlock()
+	if l != nil {
+		lc.hub.mu.Lock()
+		l.connected = false
+		lc.hub.mu.Unlock()
+	}
+}
+
+func (h *Hub) session(l *link) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return l.session
+}
+
+func newToken() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("mcp: no randomness: " + err.Error()) // crypto/rand does not fail on supported systems
+	}
+	return hex.EncodeToString(b[:])
+}
