@@ -75,6 +75,8 @@ type decider struct {
 	marks  int
 	// noisy is set by tests that expect warnings or errors on stderr.
 	noisy bool
+	// setup is session/new as the agent received it, when it had MCP servers.
+	setup string
 }
 
 type deciderOptions struct {
@@ -82,6 +84,10 @@ type deciderOptions struct {
 	project string   // content of .acp-broker.toml in the session's directory; none if empty
 	args    []string // more broker flags
 	env     []string // more environment
+	// mcpServers is the session's mcpServers list (JSON, expanded); the
+	// agent's copy of session/new, rewritten by the broker, is then in
+	// decider.setup. Empty means [], which the broker passes unchanged.
+	mcpServers string
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -120,7 +126,12 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	// leak between tests through the shared home.
 	env := append([]string{"XDG_STATE_HOME=" + d.state}, o.env...)
 	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: root})
-	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
+	if o.mcpServers == "" {
+		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
+	} else {
+		d.EditorSend(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":` + o.mcpServers + `}}`))
+		d.setup = d.AgentRecv()
+	}
 	d.AgentToEditor(`{"jsonrpc":"2.0","id":"new-1","result":{"sessionId":"sess_1","modes":{"currentModeId":"default","availableModes":[]}}}`)
 	return d
 }
@@ -153,13 +164,15 @@ func jsonText(s string) string {
 	return string(b[1 : len(b)-1])
 }
 
-// expand replaces $CWD, $LIB, $ROOT and $HOME in a message template.
+// expand replaces $CWD, $LIB, $ROOT, $HOME and $MCPSERVER in a message
+// template.
 func (d *decider) expand(s string) string {
 	return strings.NewReplacer(
 		"$CWD", jsonText(d.cwd),
 		"$LIB", jsonText(d.lib),
 		"$ROOT", jsonText(d.root),
 		"$HOME", jsonText(homeDir),
+		"$MCPSERVER", jsonText(mcpServerBin),
 	).Replace(s)
 }
 

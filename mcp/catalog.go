@@ -184,6 +184,20 @@ func (c *Catalog) Hints(server, tool string) rules.ToolHints {
 	return h
 }
 
+// StoredHints is Hints from the file alone, for tools as the brokers' proxies
+// last saw them: what `acp-broker rules explain` shows when no broker runs.
+func (c *Catalog) StoredHints(server, tool string) rules.ToolHints {
+	f, err := c.load()
+	if err != nil {
+		return rules.ToolHints{}
+	}
+	r, ok := f.Servers[server][tool]
+	if !ok {
+		return rules.ToolHints{}
+	}
+	return rules.ToolHints{Known: true, ReadOnly: r.ReadOnly(), Changed: r.Changed()}
+}
+
 // Live returns copies of the tools this broker's proxies listed.
 func (c *Catalog) Live() map[string]map[string]Record {
 	c.refreshPins()

@@ -157,7 +157,7 @@ func (h *Hub) serve() {
 			continue
 		}
 		lc := &linkConn{hub: h, pid: pid, calls: map[string]context.CancelFunc{}}
-		c := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(conn), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(lc.handle)))
+		c := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(conn), jsonrpc2.AsyncHandler(lc))
 		h.mu.Lock()
 		h.conns[c] = struct{}{}
 		h.mu.Unlock()
@@ -213,21 +213,37 @@ type linkConn struct {
 	calls map[string]context.CancelFunc
 }
 
-var errNotIntroduced = errors.New("say hello with your token first")
+// Handle answers one request; a connection that fails to introduce itself
+// is answered, then closed: nothing more is taken from it.
+func (lc *linkConn) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	result, err := lc.handle(ctx, req)
+	refused := errors.Is(err, errRefused)
+	if !req.Notif {
+		if err != nil {
+			_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidRequest, Message: err.Error()})
+		} else {
+			_ = conn.Reply(ctx, req.ID, result)
+		}
+	}
+	if refused {
+		conn.Close()
+	}
+}
 
-func (lc *linkConn) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+// errRefused marks the errors that end a connection.
+var errRefused = errors.New("refused")
+
+func (lc *linkConn) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	h := lc.hub
 	if req.Method == methodHello {
 		var p helloParams
 		if req.Params == nil || json.Unmarshal(*req.Params, &p) != nil {
-			return nil, errors.New("bad hello")
+			return nil, fmt.Errorf("%w: bad hello", errRefused)
 		}
 		l, err := lc.introduce(p.Token)
 		if err != nil {
 			h.Log.Warn("refused an MCP proxy's hello", "pid", lc.pid, "err", err)
-			// Nothing more is taken from this connection.
-			go conn.Close()
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", errRefused, err)
 		}
 		return helloResult{Server: l.server}, nil
 	}
@@ -235,8 +251,7 @@ func (lc *linkConn) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 	l := lc.link
 	lc.mu.Unlock()
 	if l == nil {
-		go conn.Close()
-		return nil, errNotIntroduced
+		return nil, fmt.Errorf("%w: say hello with your token first", errRefused)
 	}
 	switch req.Method {
 	case methodTools:
@@ -287,7 +302,7 @@ func (lc *linkConn) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrp
 		}
 		return nil, nil
 	}
-	return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "unknown method " + req.Method}
+	return nil, fmt.Errorf("unknown method %s", req.Method)
 }
 
 // introduce binds the connection to the entry whose token it gave.

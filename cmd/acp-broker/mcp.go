@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,7 +49,7 @@ func newMCPProxyCmd(stdin io.Reader, stdout io.Writer, stderr io.Writer) *cobra.
 	return cmd
 }
 
-func newMCPCmd(stdout io.Writer) *cobra.Command {
+func newMCPCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Show the MCP tools the broker has seen, and accept changed annotations",
@@ -58,16 +59,16 @@ Annotations are pinned per server and tool the first time they are seen; a tool
 whose annotations or description later differ loses any read-only relaxation
 until you accept the change.`,
 	}
-	cmd.AddCommand(newMCPToolsCmd(stdout), newMCPAcceptCmd(stdout), newMCPForgetCmd(stdout))
+	cmd.AddCommand(newMCPToolsCmd(stdout, stderr), newMCPAcceptCmd(stdout), newMCPForgetCmd(stdout))
 	return cmd
 }
 
-func catalog() (*mcp.Catalog, rules.Locations, error) {
+func catalog() (*mcp.Catalog, error) {
 	loc, err := rules.DefaultLocations()
 	if err != nil {
-		return nil, loc, userError(1, err.Error())
+		return nil, userError(1, err.Error())
 	}
-	return mcp.CatalogIn(loc.StateDir), loc, nil
+	return mcp.CatalogIn(loc.StateDir), nil
 }
 
 // toolRow is one tool as `mcp tools` shows it.
@@ -96,7 +97,7 @@ func toolRows(c *mcp.Catalog, policy *rules.Policy, session string) ([]toolRow, 
 			if session != "" && !slices.Contains(r.Sessions, session) {
 				continue
 			}
-			row := toolRow{Server: server, Tool: name, Annotations: r.Seen.Annotations, ReadOnly: r.ReadOnly(), Sessions: r.Sessions, Trust: "untrusted", Pinned: "pinned"}
+			row := toolRow{Server: server, Tool: name, Annotations: compact(r.Seen.Annotations), ReadOnly: r.ReadOnly(), Sessions: r.Sessions, Trust: "untrusted", Pinned: "pinned"}
 			if d := r.Changed(); d != "" {
 				row.Pinned = "changed: " + d
 			}
@@ -120,6 +121,14 @@ func toolRows(c *mcp.Catalog, policy *rules.Policy, session string) ([]toolRow, 
 	return rows, nil
 }
 
+func compact(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
 func sorted[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -129,23 +138,20 @@ func sorted[V any](m map[string]V) []string {
 	return keys
 }
 
-func newMCPToolsCmd(stdout io.Writer) *cobra.Command {
-	var session, dir string
+func newMCPToolsCmd(stdout, stderr io.Writer) *cobra.Command {
+	var layers layerOptions
+	var session string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools",
 		Short: "List each MCP tool seen: its annotations, whether they are trusted, and whether they still match their pin",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, loc, err := catalog()
+			policy, loc, _, err := layers.load(stderr)
 			if err != nil {
 				return err
 			}
-			policy, _, err := rules.Load(rules.LoadOptions{Locations: loc, ProjectDir: dir})
-			if err != nil {
-				return configError(err)
-			}
-			rows, err := toolRows(c, policy, session)
+			rows, err := toolRows(mcp.CatalogIn(loc.StateDir), policy, session)
 			if err != nil {
 				return userError(1, err.Error(), "the file is left as it is; fix or remove it by hand")
 			}
@@ -170,8 +176,8 @@ func newMCPToolsCmd(stdout io.Writer) *cobra.Command {
 			return tw.Flush()
 		},
 	}
+	layers.register(cmd)
 	cmd.Flags().StringVar(&session, "session", "", "only the tools listed in this ACP session")
-	cmd.Flags().StringVar(&dir, "project", ".", "the project whose rules decide trust")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -182,7 +188,7 @@ func newMCPAcceptCmd(stdout io.Writer) *cobra.Command {
 		Short: "Pin what a server's tools now say, after you have checked the change",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := catalog()
+			c, err := catalog()
 			if err != nil {
 				return err
 			}
@@ -210,7 +216,7 @@ func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
 		Short: "Remove a server's tools from the catalog; they are pinned anew when next listed",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := catalog()
+			c, err := catalog()
 			if err != nil {
 				return err
 			}

@@ -142,7 +142,7 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newRememberedCmd(stdout),
 		newPendingCmd(stdout),
 		newAnswerCmd(stdout),
-		newMCPCmd(stdout),
+		newMCPCmd(stdout, stderr),
 		newMCPProxyCmd(stdin, stdout, stderr),
 	)
 	return cmd

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-broker/acp-broker/mcp"
 	"github.com/acp-broker/acp-broker/rules"
 )
 
@@ -167,6 +168,7 @@ type explainOptions struct {
 	url     string
 	title   string
 	tool    string
+	mcp     string
 }
 
 func newRulesExplainCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -191,6 +193,7 @@ rule and reason, and a verdict for each part of a compound command.`,
 	f.StringVar(&o.url, "url", "", "a URL the tool fetches")
 	f.StringVar(&o.title, "title", "", "the tool call's title")
 	f.StringVar(&o.tool, "tool", "", "the tool's name")
+	f.StringVar(&o.mcp, "mcp", "", "an MCP tool, as server/tool")
 	return cmd
 }
 
@@ -203,7 +206,7 @@ type permissionParams struct {
 }
 
 func (o *explainOptions) fromFlags() bool {
-	return o.kind != "" || o.command != "" || len(o.paths) > 0 || o.url != "" || o.title != "" || o.tool != ""
+	return o.kind != "" || o.command != "" || len(o.paths) > 0 || o.url != "" || o.title != "" || o.tool != "" || o.mcp != ""
 }
 
 func runExplain(o *explainOptions, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -228,7 +231,10 @@ func runExplain(o *explainOptions, stdin io.Reader, stdout, stderr io.Writer) er
 			offered[opt.Kind] = true
 		}
 	}
-	req := rules.ReadToolCallJSON(params.ToolCall, rules.Context{Cwd: cwd, Home: loc.Home, Mode: policy.Mode})
+	// What the brokers' proxies last saw of each MCP tool stands in for what
+	// a running broker's proxy would report.
+	tools := mcp.CatalogIn(loc.StateDir)
+	req := rules.ReadToolCallJSON(params.ToolCall, rules.Context{Cwd: cwd, Home: loc.Home, Mode: policy.Mode, MCPHints: tools.StoredHints})
 	v := policy.Decide(req)
 	effective, note := v.Decision, ""
 	if len(params.Options) > 0 {
@@ -238,7 +244,30 @@ func runExplain(o *explainOptions, stdin io.Reader, stdout, stderr io.Writer) er
 		return json.NewEncoder(stdout).Encode(explainJSON(v, effective, note))
 	}
 	printExplain(stdout, v, effective, note)
+	if req.MCP != nil {
+		printMCPTool(stdout, tools, policy, req.MCP)
+	}
 	return nil
+}
+
+// printMCPTool shows what is known of an MCP tool's annotations.
+func printMCPTool(w io.Writer, c *mcp.Catalog, policy *rules.Policy, tool *rules.MCPTool) {
+	rows, err := toolRows(c, policy, "")
+	if err != nil {
+		fmt.Fprintf(w, "mcp tool: %s: the catalog cannot be read: %v\n", tool.String(), err)
+		return
+	}
+	for _, r := range rows {
+		if r.Server == tool.Server && r.Tool == tool.Tool {
+			ann := string(r.Annotations)
+			if ann == "" {
+				ann = "none"
+			}
+			fmt.Fprintf(w, "mcp tool: %s: annotations %s; %s server; %s; %s\n", tool.String(), ann, r.Trust, r.Pinned, r.Effect)
+			return
+		}
+	}
+	fmt.Fprintf(w, "mcp tool: %s: never listed through the broker's proxy; its annotations are unknown\n", tool.String())
 }
 
 func (o *explainOptions) toolCall() json.RawMessage {
@@ -269,6 +298,13 @@ func (o *explainOptions) toolCall() json.RawMessage {
 	}
 	if o.tool != "" {
 		set("name", o.tool)
+	}
+	if server, tool, ok := strings.Cut(o.mcp, "/"); ok {
+		// As Codex sends an MCP call.
+		input["server"], input["tool"] = server, tool
+		if kind == "" {
+			kind = "other"
+		}
 	}
 	if len(input) > 0 {
 		set("rawInput", input)

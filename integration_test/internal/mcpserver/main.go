@@ -14,6 +14,8 @@
 //	                  before doing anything else, so tests can prove that a
 //	                  denied call never reached the server.
 //	MCPSERVER_STDERR  if set, "mcpserver started" is written to stderr at start.
+//	MCPSERVER_STDIN_LOG if set, every byte read from stdin is appended to
+//	                  this file.
 //
 // All outputs are deterministic. The server exits with status 0 when stdin
 // reaches EOF.
@@ -24,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -170,8 +173,25 @@ func main() {
 		return text(string(b)), nil
 	}))
 
-	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	var transport mcp.Transport = &mcp.StdioTransport{}
+	if path := os.Getenv("MCPSERVER_STDIN_LOG"); path != "" {
+		// Every byte the server reads is copied to the file, so a test can
+		// compare what reached the server with and without the proxy.
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mcpserver: %v\n", err)
+			os.Exit(1)
+		}
+		transport = &mcp.IOTransport{Reader: teeCloser{io.TeeReader(os.Stdin, f), os.Stdin}, Writer: os.Stdout}
+	}
+	if err := server.Run(context.Background(), transport); err != nil {
 		fmt.Fprintf(os.Stderr, "mcpserver: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// teeCloser reads through a tee and closes the stream under it.
+type teeCloser struct {
+	io.Reader
+	io.Closer
 }
