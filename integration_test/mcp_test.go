@@ -442,6 +442,23 @@ func TestMCPAnnotations(t *testing.T) {
 			t.Errorf("rules explain does not show the change:\n%s", out)
 		}
 	})
+	d.step(t, "mcp accept pins the change", func() {
+		if out := d.cli(t, "mcp", "accept", "notes"); out != "Pinned anew: notes/read_note\n" {
+			t.Errorf("mcp accept: %q", out)
+		}
+		out := d.cli(t, "mcp", "tools", "--config", d.config, "--json")
+		var rows []struct{ Server, Tool, Pinned, Effect string }
+		if err := json.Unmarshal([]byte(out), &rows); err != nil {
+			t.Fatalf("mcp tools --json: %v\n%s", err, out)
+		}
+		for _, r := range rows {
+			if r.Server == "notes" && r.Tool == "read_note" && (r.Pinned != "pinned" || r.Effect != "asked (not read-only)") {
+				t.Errorf("after accept: %+v", r)
+			}
+		}
+		// Now pinned as destructive, it stays asked in the running broker.
+		d.asked(claudeMCPRequest(15, "tc-read-4", "notes", "read_note", `{"name":"a"}`), `{"jsonrpc":"2.0","id":15,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
+	})
 }
 
 // cli runs an acp-broker subcommand with the decider's state directory.

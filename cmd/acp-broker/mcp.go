@@ -183,37 +183,37 @@ func newMCPToolsCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func newMCPAcceptCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:   "accept SERVER [TOOL]",
-		Short: "Pin what a server's tools now say, after you have checked the change",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := catalog()
-			if err != nil {
-				return err
-			}
-			tool := ""
-			if len(args) == 2 {
-				tool = args[1]
-			}
-			accepted, err := c.Accept(args[0], tool)
-			if err != nil {
-				return userError(1, err.Error())
-			}
-			if len(accepted) == 0 {
-				fmt.Fprintf(stdout, "Nothing to accept: no tool of %s differs from its pin.\n", args[0])
-				return nil
-			}
-			fmt.Fprintf(stdout, "Pinned anew: %s/%s\n", args[0], strings.Join(accepted, ", "+args[0]+"/"))
+	return catalogCmd("accept", "Pin what a server's tools now say, after you have checked the change", func(c *mcp.Catalog, server, tool string) error {
+		accepted, err := c.Accept(server, tool)
+		if err != nil {
+			return userError(1, err.Error())
+		}
+		if len(accepted) == 0 {
+			fmt.Fprintf(stdout, "Nothing to accept: no tool of %s differs from its pin.\n", server)
 			return nil
-		},
-	}
+		}
+		fmt.Fprintf(stdout, "Pinned anew: %s/%s\n", server, strings.Join(accepted, ", "+server+"/"))
+		return nil
+	})
 }
 
 func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
+	return catalogCmd("forget", "Remove a server's tools from the catalog; they are pinned anew when next listed", func(c *mcp.Catalog, server, tool string) error {
+		n, err := c.Forget(server, tool)
+		if err != nil {
+			return userError(1, err.Error())
+		}
+		fmt.Fprintf(stdout, "Forgot %d tool(s) of %s.\n", n, server)
+		return nil
+	})
+}
+
+// catalogCmd is a command that changes the catalog for a server's tools, or
+// one of them.
+func catalogCmd(name, short string, change func(c *mcp.Catalog, server, tool string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "forget SERVER [TOOL]",
-		Short: "Remove a server's tools from the catalog; they are pinned anew when next listed",
+		Use:   name + " SERVER [TOOL]",
+		Short: short,
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := catalog()
@@ -224,12 +224,7 @@ func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
 			if len(args) == 2 {
 				tool = args[1]
 			}
-			n, err := c.Forget(args[0], tool)
-			if err != nil {
-				return userError(1, err.Error())
-			}
-			fmt.Fprintf(stdout, "Forgot %d tool(s) of %s.\n", n, args[0])
-			return nil
+			return change(c, args[0], tool)
 		},
 	}
 }
