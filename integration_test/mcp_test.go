@@ -593,6 +593,39 @@ func TestMCPUnaskedCall(t *testing.T) {
 			t.Errorf("a second call was covered by one ACP allow: %q", text)
 		}
 	})
+	ok = ok && d.step(t, "cancelled by the agent while asked", func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := notes.CallTool(ctx, &mcpsdk.CallToolParams{Name: "write_note", Arguments: map[string]any{"name": "n", "text": "cancelled"}})
+			done <- err
+		}()
+		if update := d.EditorRecv(); !strings.Contains(update, `"sessionUpdate":"tool_call"`) {
+			t.Fatalf("want the held call's tool_call, got %s", clip(update))
+		}
+		req := decode(t, d.EditorRecv())
+		cancel() // the SDK sends notifications/cancelled
+		if err := <-done; err == nil {
+			t.Fatal("the cancelled call returned no error")
+		}
+		withdrawn := d.EditorRecv()
+		if !strings.Contains(withdrawn, `"method":"$/cancel_request"`) || !strings.Contains(withdrawn, string(req.ID)) {
+			t.Fatalf("the editor's prompt was not withdrawn: %s", clip(withdrawn))
+		}
+		if final := d.EditorRecv(); !strings.Contains(final, `"status":"failed"`) {
+			t.Fatalf("the editor's view of the held call was not closed as failed: %s", clip(final))
+		}
+		// A late answer to the withdrawn prompt goes nowhere.
+		d.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, req.ID))
+		mark := d.marker()
+		d.AgentSend(mark)
+		d.EditorExpect(mark)
+		for _, c := range d.serverCalls(t) {
+			if strings.Contains(c, `"cancelled"`) {
+				t.Errorf("a cancelled call reached the server: %s", c)
+			}
+		}
+	})
 	if !ok {
 		return
 	}
@@ -708,4 +741,83 @@ func copyBrokerForOtherUsers(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestMCPProxyRefusesSmuggledCalls: a call disguised so that the proxy and
+// the server might read it differently is never relayed: the server's log
+// shows the denied tool never ran.
+func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{
+		rules:      "[[rule]]\nid = \"no-deletes\"\ndecision = \"deny\"\nmcp = \"notes/delete_notes\"\n[[rule]]\ndecision = \"allow\"\nmcp = \"notes/read_note\"\n",
+		mcpServers: notesServer,
+	})
+	d.noisy = true
+	cmd := entryNamed(t, d.setup, "notes").command()
+	var stderr outputBuffer
+	cmd.Stderr = &stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 1<<20)
+	send := func(msg string) {
+		t.Helper()
+		if _, err := io.WriteString(in, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() string {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
+		}
+		return lines.Text()
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	recv()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+
+	for _, c := range []struct{ name, msg string }{
+		{"plain", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"delete_notes","arguments":{}}}`},
+		{"escaped method", `{"jsonrpc":"2.0","id":11,"method":"tools\u002fcall","params":{"name":"delete_notes","arguments":{}}}`},
+		{"escaped name", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"delete\u005fnotes","arguments":{}}}`},
+		{"name twice", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"read_note","name":"delete_notes","arguments":{}}}`},
+		{"name in two cases", `{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"read_note","Name":"delete_notes","arguments":{}}}`},
+		{"params twice", `{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"read_note","arguments":{"name":"a"}},"params":{"name":"delete_notes","arguments":{}}}`},
+		{"in a batch", `[{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"delete_notes","arguments":{}}}]`},
+	} {
+		send(c.msg)
+		// Every disguise gets an answer that is not the server's: an MCP
+		// error result or a JSON-RPC error, never "deleted all notes".
+		if !strings.HasPrefix(c.msg, "[") { // a batch has no id to answer
+			got := recv()
+			if strings.Contains(got, "deleted all notes") || !(strings.Contains(got, `"isError":true`) || strings.Contains(got, `"error"`)) {
+				t.Errorf("%s: the agent got %s", c.name, clip(got))
+			}
+		}
+	}
+	// A ping answered after them all shows the server has seen everything
+	// the proxy relayed.
+	send(`{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	for got := recv(); !strings.Contains(got, `"id":99`); got = recv() {
+		if strings.Contains(got, "deleted all notes") {
+			t.Errorf("a smuggled call ran: %s", got)
+		}
+	}
+	if calls := d.serverCalls(t); reached(calls, "delete_notes") {
+		t.Errorf("the denied tool ran: %v", calls)
+	}
+	if !strings.Contains(stderr.String(), "not JSON-RPC; not relayed") {
+		t.Errorf("no warning for the message the proxy could not read:\n%s", stderr.String())
+	}
 }
