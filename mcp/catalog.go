@@ -329,12 +329,11 @@ func canonical(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
-	var v map[string]any
+	var v any
 	if json.Unmarshal(raw, &v) != nil {
-		// Not an object: kept as sent, and never read as read-only.
-		return append(json.RawMessage(nil), raw...)
+		return append(json.RawMessage(nil), raw...) // not JSON: cannot come from a decoded listing
 	}
-	if len(v) == 0 {
+	if m, ok := v.(map[string]any); ok && len(m) == 0 || v == nil {
 		return nil
 	}
 	out, _ := json.Marshal(v) // maps encode with sorted keys
@@ -363,7 +362,9 @@ func diff(a, b Snapshot) string {
 	_ = json.Unmarshal(a.Annotations, &am)
 	_ = json.Unmarshal(b.Annotations, &bm)
 	if am == nil && len(a.Annotations) > 0 || bm == nil && len(b.Annotations) > 0 {
-		if !bytes.Equal(a.Annotations, b.Annotations) {
+		// Not objects (never read as read-only): compared whole, in their
+		// canonical form, since the file keeps them re-indented.
+		if !bytes.Equal(canonical(a.Annotations), canonical(b.Annotations)) {
 			out = append(out, "annotations changed")
 		}
 	} else {

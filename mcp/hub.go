@@ -36,7 +36,8 @@ type Call struct {
 	Cwd     string // that session's working directory
 	Server  string // the server's name in the session set-up
 	Tool    string
-	// Arguments are the call's arguments exactly as sent.
+	// Arguments are the call's arguments: the values the agent sent, which
+	// the private channel may have re-encoded (spacing, escapes).
 	Arguments json.RawMessage
 }
 

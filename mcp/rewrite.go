@@ -22,6 +22,10 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	if !ok {
 		return nil, "", nil, nil
 	}
+	if _, err := jsonrpc.Members(m.Params); err != nil {
+		// Two server lists, say: the agent may start the one not read here.
+		return nil, "", nil, fmt.Errorf("the params cannot be read exactly (%v), so their MCP servers cannot be proxied", err)
+	}
 	// Spans are relative to the params; the edits are made on the frame.
 	base := paramsOffset(m)
 	list := m.Params[listSpan.Start:listSpan.End]
@@ -36,69 +40,58 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	}
 	edits := map[jsonrpc.Span][]byte{}
 	var proxied, unchanged []string
-	var tokens []string
+	links := map[string]*link{}
 	for _, el := range elements {
 		entry := list[el.Start:el.End]
-		members, err := jsonrpc.Members(entry)
+		e, err := readEntry(entry)
 		if err != nil {
 			// What the agent would read of it is not certain: refused.
 			return nil, "", nil, fmt.Errorf("an mcpServers entry cannot be read exactly (%v), so it cannot be proxied", err)
 		}
-		if err := jsonrpc.Strict(entry); err != nil {
-			return nil, "", nil, fmt.Errorf("an mcpServers entry cannot be read exactly (%v), so it cannot be proxied", err)
-		}
-		var e struct {
-			Type    *string   `json:"type"`
-			Name    string    `json:"name"`
-			Command *string   `json:"command"`
-			Args    *[]string `json:"args"`
-		}
-		if json.Unmarshal(entry, &e) != nil || e.Command == nil || (e.Type != nil && *e.Type != "stdio") {
-			// http and sse servers, and entries that are no server the
-			// agent could start: passed on as they are.
-			unchanged = append(unchanged, describe(e.Name, e.Type))
+		switch {
+		case e.typ == "http" || e.typ == "sse":
+			unchanged = append(unchanged, fmt.Sprintf("%s (%s, not governed)", e.name, e.typ))
 			continue
-		}
-		if !policy.MCPProxy(e.Name) {
-			unchanged = append(unchanged, e.Name+" (proxy = false)")
+		case e.command == nil:
+			unchanged = append(unchanged, e.name+" (no command)")
+			continue
+		case !policy.MCPProxy(e.name):
+			unchanged = append(unchanged, e.name+" (proxy = false)")
 			continue
 		}
 		token := newToken()
-		args := []string{ProxyCommand, "--socket", h.path, "--token", token, "--server", e.Name, "--", *e.Command}
-		if e.Args != nil {
-			args = append(args, *e.Args...)
-		}
+		args := append([]string{ProxyCommand, "--socket", h.path, "--token", token, "--server", e.name, "--", e.command.value}, e.args...)
 		cmd, _ := json.Marshal(h.Exe)
 		argv, _ := json.Marshal(args)
 		at := base + listSpan.Start + el.Start
-		cmdSpan, _ := jsonrpc.FieldSpan(entry, "command")
-		edits[jsonrpc.Span{Start: at + cmdSpan.Start, End: at + cmdSpan.End}] = cmd
-		if _, has := members["args"]; has {
-			argsSpan, _ := jsonrpc.FieldSpan(entry, "args")
-			edits[jsonrpc.Span{Start: at + argsSpan.Start, End: at + argsSpan.End}] = argv
+		edits[jsonrpc.Span{Start: at + e.command.span.Start, End: at + e.command.span.End}] = cmd
+		if e.argsSpan != nil {
+			edits[jsonrpc.Span{Start: at + e.argsSpan.Start, End: at + e.argsSpan.End}] = argv
 		} else {
 			// The entry ends with '}': the args go just before it.
 			end := at + len(entry) - 1
 			edits[jsonrpc.Span{Start: end, End: end}] = append(append([]byte(`,"args":`), argv...), ' ')
 		}
-		proxied = append(proxied, e.Name)
-		tokens = append(tokens, token)
-		h.mu.Lock()
-		h.links[token] = &link{server: e.Name, cwd: cwd}
-		h.mu.Unlock()
+		proxied = append(proxied, e.name)
+		links[token] = &link{server: e.name, cwd: cwd}
 	}
 	h.Governor.Rewrote(m.Method, cwd, proxied, unchanged)
 	if len(edits) == 0 {
 		return nil, "", nil, nil
 	}
+	h.mu.Lock()
+	for token, l := range links {
+		h.links[token] = l
+	}
+	h.mu.Unlock()
 	note := "MCP servers run through acp-broker mcp-proxy: " + strings.Join(proxied, ", ")
 	established := func(session string) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		for _, t := range tokens {
+		for token := range links {
 			if session == "" {
-				delete(h.links, t) // the set-up failed: nothing will use it
-			} else if l, ok := h.links[t]; ok {
+				delete(h.links, token) // the set-up failed: nothing will use it
+			} else if l, ok := h.links[token]; ok {
 				l.session = session
 			}
 		}
@@ -106,11 +99,76 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	return jsonrpc.Splice(m.Raw, edits), note, established, nil
 }
 
-func describe(name string, typ *string) string {
-	if typ != nil {
-		return fmt.Sprintf("%s (%s, not governed)", name, *typ)
+// entry is what the rewrite reads of an mcpServers entry.
+type entry struct {
+	typ, name string
+	command   *stringAt // nil when the entry has none
+	args      []string
+	argsSpan  *jsonrpc.Span // nil when the entry has no args member
+}
+
+type stringAt struct {
+	value string
+	span  jsonrpc.Span
+}
+
+// entryMembers are the members the rewrite reads, as ACP spells them.
+var entryMembers = []string{"type", "name", "command", "args", "env"}
+
+// readEntry reads an entry exactly. A member the rewrite reads that is
+// repeated, spelt in another case, or of another type than ACP says is an
+// error: decoders differ on such entries (Go's matches names in any case and
+// may start as stdio a server whose type it cannot read), so the agent might
+// start a server the broker took for something else.
+func readEntry(raw []byte) (entry, error) {
+	var e entry
+	members, err := jsonrpc.Members(raw)
+	if err != nil {
+		return e, err
 	}
-	return name + " (no command)"
+	if err := jsonrpc.Strict(raw); err != nil {
+		return e, err
+	}
+	for name := range members {
+		for _, known := range entryMembers {
+			if name != known && strings.EqualFold(name, known) {
+				return e, fmt.Errorf("member %q is spelt %q in ACP", name, known)
+			}
+		}
+	}
+	str := func(name string) (string, error) {
+		var v string
+		if err := json.Unmarshal(members[name], &v); err != nil {
+			return "", fmt.Errorf("%s is not a string", name)
+		}
+		return v, nil
+	}
+	if _, ok := members["type"]; ok {
+		if e.typ, err = str("type"); err != nil {
+			return e, err
+		}
+	}
+	if _, ok := members["name"]; ok {
+		if e.name, err = str("name"); err != nil {
+			return e, err
+		}
+	}
+	if _, ok := members["command"]; ok {
+		c, err := str("command")
+		if err != nil {
+			return e, err
+		}
+		sp, _ := jsonrpc.FieldSpan(raw, "command") // found by Members a moment ago
+		e.command = &stringAt{c, sp}
+	}
+	if v, ok := members["args"]; ok {
+		if string(v) != "null" && json.Unmarshal(v, &e.args) != nil {
+			return e, errors.New("args is not a list of strings")
+		}
+		sp, _ := jsonrpc.FieldSpan(raw, "args")
+		e.argsSpan = &sp
+	}
+	return e, nil
 }
 
 // paramsOffset is where the params lie in the frame.
