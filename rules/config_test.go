@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -115,6 +116,28 @@ func TestStarterConfigParsesAndItsExamplesPass(t *testing.T) {
 	failures, ran := p.CheckExamples(Context{Cwd: "/work/repo", Home: "/home/u"})
 	if len(failures) != 0 || ran == 0 {
 		t.Fatalf("ran %d examples, failures: %v", ran, failures)
+	}
+}
+
+// TestStarterConfigExamplesParseUncommented: what the starter suggests in
+// comments is valid once uncommented, so a user who takes it up gets no
+// error.
+func TestStarterConfigExamplesParseUncommented(t *testing.T) {
+	setting := regexp.MustCompile(`^# (\[|[a-z_]+ = )`)
+	var lines []string
+	for _, l := range strings.Split(StarterConfig, "\n") {
+		if setting.MatchString(l) {
+			l = strings.TrimPrefix(l, "# ")
+		}
+		lines = append(lines, l)
+	}
+	src := strings.Join(lines, "\n")
+	f, err := Parse("config.toml", User, src)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	if s := f.MCP["github"]; s == nil || !s.TrustAnnotations || f.MCPProxy == nil || *f.MCPProxy {
+		t.Errorf("the uncommented MCP settings were not read: %+v, proxy %v", f.MCP["github"], f.MCPProxy)
 	}
 }
 

@@ -47,7 +47,14 @@ counterexamples = ["git push", "git status; rm -rf ~"]
 # decision = "allow"
 # url = "domain:docs.python.org"
 
-# MCP tools you know only read.
+# MCP tools you know only read; or let a server you trust say so itself
+# (its readOnlyHint annotations, pinned when first seen: 'acp-broker mcp tools').
 # [mcp.github]
 # read_only_tools = ["get_*", "list_*", "search_*"]
+# trust_annotations = true
+
+# Stdio MCP servers run through the broker, which governs their tool calls.
+# To pass them to the agent unchanged (and ungoverned):
+# [mcp]
+# proxy = false
 `
