@@ -593,6 +593,26 @@ func TestMCPUnaskedCall(t *testing.T) {
 			t.Errorf("a second call was covered by one ACP allow: %q", text)
 		}
 	})
+	ok = ok && d.step(t, "always allowed in the editor is remembered", func() {
+		text, isErr := d.answerAfter(t, notes, "delete_notes", nil, "allow_always")
+		if isErr || text != "deleted all notes" {
+			t.Fatalf("allowed call's result: %q (error %v)", text, isErr)
+		}
+		rec := waitAudit(t, d.audit, "the remembered answer", func(r auditRecord) bool { return r.MCP == "notes/delete_notes" && r.OptionKind == "allow_always" })
+		if rec.Decision != "allow" {
+			t.Errorf("audit: %+v", rec)
+		}
+		// The next call is the broker's to allow: no prompt.
+		if text, isErr := callTool(t, notes, "delete_notes", nil); isErr || text != "deleted all notes" {
+			t.Fatalf("second call: %q (error %v)", text, isErr)
+		}
+		mark := d.marker()
+		d.AgentSend(mark)
+		d.EditorExpect(mark)
+		if out := d.cli(t, "remembered", "list"); !strings.Contains(out, "notes/delete_notes") {
+			t.Errorf("remembered list does not show the MCP tool:\n%s", out)
+		}
+	})
 	ok = ok && d.step(t, "cancelled by the agent while asked", func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -634,8 +654,8 @@ func TestMCPUnaskedCall(t *testing.T) {
 			t.Errorf("the agent saw the broker's own exchange: %s", clip(line))
 		}
 	}
-	if got := d.serverCalls(t); len(got) != 2 {
-		t.Errorf("calls that reached the server: %v; want the two allowed write_note calls", got)
+	if got := d.serverCalls(t); len(got) != 4 {
+		t.Errorf("calls that reached the server: %v; want the two allowed write_note and delete_notes calls", got)
 	}
 }
 
