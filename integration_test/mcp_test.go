@@ -841,3 +841,66 @@ func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
 		t.Errorf("no warning for the message the proxy could not read:\n%s", stderr.String())
 	}
 }
+
+// TestMCPAskGoesWhereTheRouteSays: a call the broker asks about on its own
+// goes where [ask] route sends asks: with route "channels" a channel answers
+// it and the editor gets no request, only the held call shown and closed;
+// [ask] timeout rejects a call nobody answers.
+func TestMCPAskGoesWhereTheRouteSays(t *testing.T) {
+	t.Parallel()
+	t.Run("channels", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		script := execChannel(t, dir, `echo '{"decision":"allow_once"}'`)
+		d := startDecider(t, deciderOptions{rules: channelCfg("channels", "", script), mcpServers: notesServer})
+		notes, _ := connect(t, entryNamed(t, d.setup, "notes"))
+		text, isErr := callTool(t, notes, "write_note", map[string]any{"name": "n", "text": "t"})
+		if isErr || text != "wrote note n" {
+			t.Fatalf("call allowed on the channel: %q (error %v)", text, isErr)
+		}
+		var prompt struct {
+			MCP     string
+			Session string
+			Options []struct{ ID, Kind string }
+		}
+		if err := json.Unmarshal([]byte(waitFile(t, filepath.Join(dir, "prompt.json"))), &prompt); err != nil {
+			t.Fatal(err)
+		}
+		if prompt.MCP != "notes/write_note" || prompt.Session != "sess_1" || len(prompt.Options) != 3 {
+			t.Errorf("the channel's prompt: %+v", prompt)
+		}
+		for _, want := range []string{`"sessionUpdate":"tool_call"`, `"status":"completed"`} {
+			if got := d.EditorRecv(); !strings.Contains(got, want) {
+				t.Errorf("editor got %s, want the held call's %s", clip(got), want)
+			}
+		}
+		mark := d.marker()
+		d.AgentSend(mark)
+		d.EditorExpect(mark) // and no request of the broker's own
+		rec := waitAudit(t, d.audit, "the channel's answer", func(r auditRecord) bool { return r.MCP == "notes/write_note" })
+		if rec.Decision != "allow" || rec.Source != "channel" || rec.Method != "tools/call" {
+			t.Errorf("audit: %+v", rec)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: "[ask]\ntimeout = \"300ms\"\n", mcpServers: notesServer})
+		notes, _ := connect(t, entryNamed(t, d.setup, "notes"))
+		text, isErr := callTool(t, notes, "write_note", map[string]any{"name": "n", "text": "t"})
+		if !isErr || !strings.Contains(text, "not allowed") {
+			t.Errorf("an unanswered call: %q (error %v)", text, isErr)
+		}
+		if reached(d.serverCalls(t), "write_note") {
+			t.Error("an unanswered call reached the server")
+		}
+		d.EditorRecv() // the held call shown
+		req := decode(t, d.EditorRecv())
+		if withdrawn := d.EditorRecv(); !strings.Contains(withdrawn, `"$/cancel_request"`) || !strings.Contains(withdrawn, string(req.ID)) {
+			t.Errorf("the editor's prompt was not withdrawn: %s", clip(withdrawn))
+		}
+		rec := waitAudit(t, d.audit, "the timeout", func(r auditRecord) bool { return r.MCP == "notes/write_note" })
+		if rec.Decision != "deny" || rec.Source != "timeout" {
+			t.Errorf("audit: %+v", rec)
+		}
+	})
+}

@@ -42,9 +42,27 @@ type Channel struct {
 	Timeout time.Duration
 }
 
+// held is a request waiting for a human: an agent's permission request
+// (*session.Call), or an MCP call the broker asks about on its own
+// (*heldMCPCall). It is answered once, by whoever answers first.
+type held interface {
+	// Context ends once the request is answered or can no longer be.
+	Context() context.Context
+	// Forward puts the request to the editor; onAnswer sees the editor's
+	// answer if it is the first. It reports false if already forwarded or
+	// answered.
+	Forward(onAnswer func(answer *jsonrpc.Message)) bool
+	SelectOptionAs(optionID string, won func()) bool
+	RespondCancelledAs(won func()) bool
+	SessionCancelled() <-chan struct{}
+	SessionID() string
+	// Raw is the request as received, for the prompt's digest.
+	Raw() []byte
+}
+
 // ask puts a request to the human as the route says, and writes its one
 // audit line when it is answered (or ends unanswered).
-func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) {
+func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) {
 	a := e.Asker
 	if a == nil || len(params.Options) == 0 {
 		// With no options to choose from, only the editor can answer.
@@ -57,8 +75,9 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
-		if req.MCP != nil && strings.HasPrefix(kind, "allow") {
-			e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params))
+		if call, ok := c.(*session.Call); ok && req.MCP != nil && strings.HasPrefix(kind, "allow") {
+			// Only the agent's own request covers the call it makes next.
+			e.approved.note(call.Session.ID, *req.MCP, mcpArguments(call, params))
 		}
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
 			by := r.Channel
@@ -192,7 +211,7 @@ func (e *Engine) ask(c *session.Call, params permissionParams, req *rules.Reques
 }
 
 // askChannel asks one channel and applies its answer if it is the first.
-func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c *session.Call, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, win func(Record, string)) {
+func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c held, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, win func(Record, string)) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -222,11 +241,11 @@ func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFun
 }
 
 // prompt builds what the channels show for a request.
-func (e *Engine) prompt(a *Asker, c *session.Call, params permissionParams, req *rules.Request, reason string) notify.Prompt {
+func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Request, reason string) notify.Prompt {
 	p := notify.Prompt{
 		Version: notify.PromptVersion,
 		ID:      fmt.Sprintf("%d-%d", os.Getpid(), a.nextID.Add(1)),
-		Session: c.Session.ID,
+		Session: c.SessionID(),
 		Agent:   e.Agent,
 		Title:   req.Title,
 		Kind:    req.Kind,

@@ -101,29 +101,21 @@ func denial(req *rules.Request, v rules.Verdict) string {
 
 var mcpPromptID atomic.Uint64
 
-// Ask asks the human in the editor about a call the agent did not ask
-// about, with a session/request_permission of the broker's own: the editor
-// answers the broker, and the agent never sees the exchange.
+// Ask asks a human about a call the agent did not ask about, as the [ask]
+// route says: in the editor with a session/request_permission of the
+// broker's own (the editor answers the broker, and the agent never sees the
+// exchange), on the channels, or both; the first answer wins.
 func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 	start := time.Now()
 	req, v, p, info, rec, err := e.judgeMCP(c)
 	if err != nil {
 		return e.Decide(c) // the same failure, refused and recorded there
 	}
-	rec.Decision, rec.Source, rec.Asked = string(rules.Ask), "editor", v.Source
-	refuse := func(source, why string) mcp.Verdict {
-		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), source, why
-		e.writeMCP(rec, start)
-		return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("acp-broker refused the MCP call %s: %s", req.MCP.String(), why)}
-	}
 	ed := e.editorHandle()
 	if ed == nil || c.Session == "" {
-		return refuse("not asked", "nobody can be asked: the server's session is not known to the broker")
-	}
-	if e.Asker != nil && e.Asker.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, e.Asker.Timeout)
-		defer cancel()
+		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "not asked", "nobody can be asked: the server's session is not known to the broker"
+		e.writeMCP(rec, start)
+		return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("acp-broker refused the MCP call %s: %s", req.MCP.String(), rec.Reason)}
 	}
 	toolCallID := fmt.Sprintf("acp-broker-mcp-%d", mcpPromptID.Add(1))
 	rec.ToolCallID = toolCallID
@@ -145,57 +137,128 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 			e.Log.Warn("cannot update the editor's view of a held MCP call", "err", err)
 		}
 	}
+	// The editor shows the held call in the thread, as it shows the agent's.
 	announce := map[string]any{"sessionUpdate": "tool_call"}
 	for k, val := range toolCall {
 		announce[k] = val
 	}
 	if err := ed.Notify("session/update", map[string]any{"sessionId": c.Session, "update": announce}); err != nil {
-		return refuse("not asked", "the editor cannot be reached: "+err.Error())
+		e.Log.Warn("cannot show a held MCP call in the editor", "err", err)
 	}
 	options := []option{
 		{OptionID: "allow_once", Name: "Allow", Kind: "allow_once"},
 		{OptionID: "allow_always", Name: "Always allow", Kind: "allow_always"},
 		{OptionID: "reject_once", Name: "Reject", Kind: "reject_once"},
 	}
-	answer, err := ed.Request(ctx, "session/request_permission", map[string]any{"sessionId": c.Session, "toolCall": toolCall, "options": options})
-	if err != nil {
-		why := "no answer: " + err.Error()
-		source := "editor"
-		switch {
-		case ctx.Err() == context.DeadlineExceeded:
-			why, source = fmt.Sprintf("nobody answered within %v", e.Asker.Timeout), "timeout"
-		case ctx.Err() != nil:
-			why, source = "the agent cancelled the call", "cancel"
+	params := map[string]any{"sessionId": c.Session, "toolCall": toolCall, "options": options}
+	raw, _ := json.Marshal(params)
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h := &heldMCPCall{ctx: hctx, cancel: cancel, ed: ed, session: c.Session, params: params, raw: raw}
+	e.ask(h, permissionParams{SessionID: c.Session, ToolCall: raw, Options: options}, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember))
+	<-hctx.Done()
+	// The editor's prompt, if it had one, is withdrawn before the held call
+	// is shown as ended.
+	h.wait()
+	chosen, ok := optionByID(options, h.chosen())
+	switch {
+	case ok && decisionOf(chosen.Kind) == string(rules.Allow):
+		update("completed", "acp-broker: allowed; the call went to the server")
+		return mcp.Verdict{Decision: mcp.Allow}
+	case ctx.Err() != nil:
+		update("failed", "acp-broker: the agent cancelled the call")
+		return mcp.Verdict{Decision: mcp.Deny, Message: "the agent cancelled the call"}
+	}
+	update("failed", "acp-broker: not allowed")
+	return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("acp-broker: the MCP call %s was not allowed (rejected, or nobody answered in time)", req.MCP.String())}
+}
+
+// heldMCPCall is an MCP call the broker asks a human about on its own. It is
+// put to the editor as the broker's own request, and answered once.
+type heldMCPCall struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	ed      *session.Editor
+	session string
+	params  map[string]any
+	raw     []byte
+
+	mu        sync.Mutex
+	forwarded bool
+	answered  bool
+	option    string // the option chosen; "" for none
+	// asking is done when the request to the editor, if any, has ended.
+	asking sync.WaitGroup
+}
+
+func (h *heldMCPCall) wait() { h.asking.Wait() }
+
+func (h *heldMCPCall) Context() context.Context          { return h.ctx }
+func (h *heldMCPCall) SessionCancelled() <-chan struct{} { return nil }
+func (h *heldMCPCall) SessionID() string                 { return h.session }
+func (h *heldMCPCall) Raw() []byte                       { return h.raw }
+
+func (h *heldMCPCall) chosen() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.option
+}
+
+// Forward sends the broker's own permission request to the editor. The
+// request is withdrawn from the editor if someone else answers first.
+func (h *heldMCPCall) Forward(onAnswer func(*jsonrpc.Message)) bool {
+	h.mu.Lock()
+	if h.forwarded || h.answered {
+		h.mu.Unlock()
+		return false
+	}
+	h.forwarded = true
+	h.asking.Add(1)
+	h.mu.Unlock()
+	go func() {
+		defer h.asking.Done()
+		m, err := h.ed.Request(h.ctx, "session/request_permission", h.params)
+		if err != nil {
+			if h.ctx.Err() == nil {
+				h.answer("", nil) // the editor is gone: nobody allowed it
+			}
+			return
 		}
-		update("failed", "acp-broker: "+why)
-		return refuse(source, why)
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		option := ""
+		if m.Error == nil && json.Unmarshal(m.Result, &res) == nil && res.Outcome.Outcome == "selected" {
+			option = res.Outcome.OptionID
+		}
+		h.answer(option, func() { onAnswer(m) })
+	}()
+	return true
+}
+
+func (h *heldMCPCall) SelectOptionAs(optionID string, won func()) bool {
+	return h.answer(optionID, won)
+}
+
+func (h *heldMCPCall) RespondCancelledAs(won func()) bool { return h.answer("", won) }
+
+// answer takes the first answer; won runs before anyone learns of it.
+func (h *heldMCPCall) answer(option string, won func()) bool {
+	h.mu.Lock()
+	if h.answered {
+		h.mu.Unlock()
+		return false
 	}
-	var res struct {
-		Outcome struct {
-			Outcome  string `json:"outcome"`
-			OptionID string `json:"optionId"`
-		} `json:"outcome"`
+	h.answered, h.option = true, option
+	h.mu.Unlock()
+	if won != nil {
+		won()
 	}
-	if answer.Error != nil || json.Unmarshal(answer.Result, &res) != nil || res.Outcome.Outcome != "selected" {
-		update("failed", "acp-broker: not allowed")
-		return refuse("editor", "the editor did not allow it")
-	}
-	opt, ok := optionByID(options, res.Outcome.OptionID)
-	if !ok {
-		update("failed", "acp-broker: not allowed")
-		return refuse("editor", fmt.Sprintf("the editor chose %q, which was not offered", res.Outcome.OptionID))
-	}
-	rec.Decision, rec.Option, rec.OptionKd = decisionOf(opt.Kind), opt.OptionID, opt.Kind
-	if opt.Kind == "allow_always" {
-		rec.Remembered = e.rememberer(info, req, p.Remember)(opt.Kind, "editor")
-	}
-	e.writeMCP(rec, start)
-	if rec.Decision != string(rules.Allow) {
-		update("failed", "acp-broker: rejected in the editor")
-		return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("the user rejected the MCP call %s", req.MCP.String())}
-	}
-	update("completed", "acp-broker: allowed; the call went to the server")
-	return mcp.Verdict{Decision: mcp.Allow}
+	h.cancel()
+	return true
 }
 
 // Rewrote records a session set-up whose stdio MCP servers were proxied.

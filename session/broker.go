@@ -3,10 +3,11 @@
 // sessions and tool calls on the way, and the seam (Policy) through which an
 // agent's request may be answered by someone other than the editor.
 //
-// It reads copies of the messages it tracks and forwards the original bytes;
-// the only messages it writes itself are answers to intercepted requests,
-// error responses when a peer cannot answer, and the broker's own requests.
-// It decides nothing: decisions belong to the Policy.
+// It reads copies of the messages it tracks and forwards the original bytes,
+// except for the session set-up requests a Setup rewrites; the only messages
+// it writes itself are answers to intercepted requests, error responses when
+// a peer cannot answer, and the broker's own requests and notifications to
+// the editor. It decides nothing: decisions belong to the Policy.
 package session
 
 import (

@@ -75,6 +75,9 @@ type Call struct {
 // answer it cancelled itself.
 func (c *Call) SessionCancelled() <-chan struct{} { return c.sessionCancelled }
 
+// SessionID is the id of the call's session, "" when it names none.
+func (c *Call) SessionID() string { return c.Session.ID }
+
 // Context is cancelled when the call has been answered, whoever answered it,
 // or can no longer be (the agent cancelled it, or the broker is stopping).
 func (c *Call) Context() context.Context { return c.ctx }
