@@ -904,3 +904,20 @@ func TestMCPAskGoesWhereTheRouteSays(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPAmbiguousSetUpIsRefused: a set-up whose servers an agent could read
+// otherwise than the broker is answered with an error and never reaches the
+// agent, which would have started a server nobody governs.
+func TestMCPAmbiguousSetUpIsRefused(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{})
+	d.noisy = true
+	req := `{"jsonrpc":"2.0","id":"new-2","method":"session/new","params":{"cwd":"/tmp","mcpServers":[{"name":"fs","Type":"http","command":"/usr/bin/evil","args":[],"env":[]}]}}`
+	d.EditorSend(req)
+	msg := expectError(t, d.EditorRecv(), `"new-2"`, -32602)
+	if !strings.Contains(msg, `"Type"`) {
+		t.Errorf("the error does not name the member: %q", msg)
+	}
+	// Had the request been relayed, it would be the agent's next line.
+	d.EditorToAgent(`{"jsonrpc":"2.0","method":"_test/after"}`)
+}
