@@ -115,14 +115,23 @@ func connect(t *testing.T, e serverEntry) (*mcpsdk.ClientSession, *outputBuffer)
 	cmd := e.command()
 	stderr := &outputBuffer{}
 	cmd.Stderr = stderr
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "fake-agent", Version: "1.0.0"}, nil)
+	// Listening for list changes makes the SDK subscribe to them, as an
+	// agent that re-lists its tools would.
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "fake-agent", Version: "1.0.0"}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {},
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to %s: %v\nstderr:\n%s", e.Name, err, stderr.String())
 	}
-	t.Cleanup(func() { cs.Close() })
+	t.Cleanup(func() {
+		cs.Close()
+		if t.Failed() {
+			t.Logf("stderr of %s's proxy and server:\n%s", e.Name, stderr.String())
+		}
+	})
 	return cs, stderr
 }
 
@@ -417,6 +426,15 @@ func TestMCPAnnotations(t *testing.T) {
 	if text := <-done; text != "upgraded" {
 		t.Fatalf("upgrade: %q", text)
 	}
+	// The server says its tools changed: until it lists them again, what
+	// they are is unknown, and nothing of it is relaxed.
+	stale := waitAudit(t, d.audit, "the list_changed", func(r auditRecord) bool { return r.Decision == "stale" })
+	if stale.MCP != "notes" || stale.Method != "notifications/tools/list_changed" {
+		t.Errorf("audit: %+v", stale)
+	}
+	d.step(t, "not relaxed between list_changed and the next listing", func() {
+		d.asked(claudeMCPRequest(16, "tc-read-5", "notes", "read_note", `{"name":"a"}`), `{"jsonrpc":"2.0","id":16,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
+	})
 	tools := listTools(t, notes)
 	if tools["read_note"].Annotations.ReadOnlyHint {
 		t.Fatal("test bug: the server did not change read_note")

@@ -69,7 +69,10 @@ type Catalog struct {
 	// these give hints: annotations a server gave in an earlier run say
 	// nothing of what it is now.
 	live map[string]map[string]*Record
-	// conflicts names tools a server listed twice, differently, in one list.
+	// conflicts says, by "server/tool", why a tool's hints cannot be relied
+	// on whatever its pin says: listed twice, differently, in one list; the
+	// listing could not be recorded; or the server said its tools changed
+	// and has not listed them since.
 	conflicts map[string]string
 	stamp     fileStamp
 }
@@ -90,9 +93,12 @@ type Tool struct {
 // first time, or one whose listing no longer matches its pin.
 type Change struct {
 	Server, Tool string
-	Pinned       bool   // first seen: pinned now
-	Differs      string // how it differs from the pin; "" when it does not
-	ReadOnly     bool   // what the pin says
+	// Stale is set, with no Tool, when the server said its tools changed:
+	// none of them is relaxed until it lists them again.
+	Stale    bool
+	Pinned   bool   // first seen: pinned now
+	Differs  string // how it differs from the pin; "" when it does not
+	ReadOnly bool   // what the pin says
 }
 
 // Observe records the tools a server listed in a session, pins those never
@@ -165,6 +171,17 @@ func (c *Catalog) Observe(server, session string, tools []Tool) ([]Change, error
 		}
 	}
 	return changes, nil
+}
+
+// Stale takes the relaxation from every tool of a server until the server
+// lists them again: it said they changed (notifications/tools/list_changed),
+// and what they are now is not known.
+func (c *Catalog) Stale(server string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.live[server] {
+		c.conflicts[server+"/"+name] = "the server said its tools changed and has not listed them since"
+	}
 }
 
 // Hints tells the rules what this broker's proxies learned of a tool. A

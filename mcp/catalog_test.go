@@ -349,3 +349,23 @@ func TestSessionsAreRecordedPerToolAndCapped(t *testing.T) {
 		t.Errorf("write's sessions = %v", got)
 	}
 }
+
+// A server that says its tools changed has them unrelaxed until it lists
+// them again: what they are now is not known.
+func TestStaleUntilListedAgain(t *testing.T) {
+	c := CatalogIn(t.TempDir())
+	read := tool("read", "Reads.", `{"readOnlyHint":true}`)
+	observe(t, c, "fs", "s1", read)
+	if !relaxed(c.Hints("fs", "read")) {
+		t.Fatal("test bug: a read-only tool is not relaxed")
+	}
+	c.Stale("fs")
+	if h := c.Hints("fs", "read"); relaxed(h) || !strings.Contains(h.Changed, "said its tools changed") {
+		t.Errorf("after list_changed: %+v", h)
+	}
+	c.Stale("other") // another server's notice changes nothing here
+	observe(t, c, "fs", "s1", read)
+	if h := c.Hints("fs", "read"); !relaxed(h) {
+		t.Errorf("listed again as pinned: %+v", h)
+	}
+}

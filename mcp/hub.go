@@ -179,6 +179,8 @@ const (
 	methodCall   = "call"   // {id, name, arguments} → Verdict, at once
 	methodAsk    = "ask"    // {id, name, arguments} → Verdict, when a human has answered
 	methodCancel = "cancel" // {id}: the agent cancelled a call being asked about
+	// methodChanged says the server sent notifications/tools/list_changed.
+	methodChanged = "changed"
 )
 
 type helloParams struct {
@@ -268,6 +270,10 @@ func (lc *linkConn) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 		if len(changes) > 0 {
 			h.Governor.Listed(session, changes)
 		}
+		return struct{}{}, nil
+	case methodChanged:
+		h.Catalog.Stale(l.server)
+		h.Governor.Listed(h.session(l), []Change{{Server: l.server, Stale: true}})
 		return struct{}{}, nil
 	case methodCall, methodAsk:
 		var p callParams

@@ -356,6 +356,11 @@ func (p *proxy) fromServer(r *jsonrpc.Reader) {
 			if list && m.Result != nil {
 				p.report(m.Result)
 			}
+		} else if err == nil && m.Kind == jsonrpc.Notification && m.Method == "notifications/tools/list_changed" {
+			// What the tools are now is unknown until they are listed again.
+			if err := p.link.conn.Call(context.Background(), methodChanged, struct{}{}, nil); err != nil {
+				p.o.Log.Warn("cannot tell the broker that the tools changed", "server", p.o.Server, "err", err)
+			}
 		}
 		if p.agent.Queue(frame) != nil {
 			return

@@ -284,6 +284,12 @@ func (e *Engine) Rewrote(method, cwd string, proxied, unchanged []string) {
 func (e *Engine) Listed(sessionID string, changes []mcp.Change) {
 	for _, ch := range changes {
 		rec := Record{Session: sessionID, Method: "tools/list", MCP: ch.Server + "/" + ch.Tool, Source: "mcp proxy"}
+		if ch.Stale {
+			rec.Method, rec.MCP, rec.Decision = "notifications/tools/list_changed", ch.Server, "stale"
+			rec.Reason = "the server said its tools changed: none is relaxed as read-only until it lists them again"
+			e.write(rec)
+			continue
+		}
 		if ch.Pinned {
 			rec.Decision = "pinned"
 			rec.Reason = "first seen; annotations pinned"
