@@ -3,7 +3,6 @@ package mcp
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -113,7 +112,7 @@ func roundTrips(b *testing.B, in io.Writer, out *bufio.Reader, msg []byte) {
 			b.Fatal(err)
 		}
 		if len(line) != len(msg) {
-			b.Fatal(fmt.Sprintf("echoed %q, want %q", line, msg))
+			b.Fatalf("echoed %q, want %q", line, msg)
 		}
 	}
 }
