@@ -118,6 +118,16 @@ func (p *Policy) BlindSpots() []string {
 			}
 		}
 	}
+	servers := make([]string, 0, len(p.mcpTrust))
+	for server, trusted := range p.mcpTrust {
+		if trusted && !p.MCPProxy(server) {
+			servers = append(servers, server)
+		}
+	}
+	slices.Sort(servers)
+	for _, server := range servers {
+		warnings = append(warnings, fmt.Sprintf("[mcp.%s] trust_annotations has no effect: the server is not proxied (proxy = false), so its annotations are never seen", server))
+	}
 	return warnings
 }
 

@@ -128,3 +128,11 @@ func TestMCPCallArgumentsAreRead(t *testing.T) {
 		}
 	}
 }
+
+func TestTrustWithoutProxyIsABlindSpot(t *testing.T) {
+	p := policyFrom(t, "[mcp]\nproxy = false\n[mcp.notes]\ntrust_annotations = true\n[mcp.fs]\ntrust_annotations = true\nproxy = true\n")
+	got := strings.Join(p.BlindSpots(), "\n")
+	if !strings.Contains(got, "[mcp.notes] trust_annotations has no effect") || strings.Contains(got, "[mcp.fs]") {
+		t.Errorf("blind spots:\n%s", got)
+	}
+}
