@@ -283,6 +283,27 @@ func TestMCPRewrite(t *testing.T) {
 	}
 }
 
+// startRaw starts cmd for a test that speaks MCP to it line by line.
+func startRaw(t *testing.T, cmd *exec.Cmd) (io.WriteCloser, *bufio.Scanner, *outputBuffer) {
+	t.Helper()
+	stderr := &outputBuffer{}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 1<<20)
+	return in, lines, stderr
+}
+
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -314,21 +335,7 @@ func TestMCPProxyIsTransparent(t *testing.T) {
 	run := func(cmd *exec.Cmd) ([]string, string, []byte) {
 		os.Remove(stdinLog)
 		cmd.Env = append(cmd.Env, "MCPSERVER_STDIN_LOG="+stdinLog)
-		var stderr outputBuffer
-		cmd.Stderr = &stderr
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
-		lines.Buffer(nil, 1<<20)
+		in, lines, stderr := startRaw(t, cmd)
 		var got []string
 		for _, msg := range script {
 			if _, err := io.WriteString(in, msg+"\n"); err != nil {
@@ -792,22 +799,8 @@ func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
 	})
 	d.noisy = true
 	cmd := entryNamed(t, d.setup, "notes").command()
-	var stderr outputBuffer
-	cmd.Stderr = &stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	in, lines, stderr := startRaw(t, cmd)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(out)
-	lines.Buffer(nil, 1<<20)
 	send := func(msg string) {
 		t.Helper()
 		if _, err := io.WriteString(in, msg+"\n"); err != nil {
