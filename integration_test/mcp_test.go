@@ -612,6 +612,17 @@ func TestMCPUnaskedCall(t *testing.T) {
 		d.AgentSend(mark)
 		d.EditorExpect(mark)
 	})
+	ok = ok && d.step(t, "rejected in ACP first: refused without asking again", func() {
+		req := claudeMCPRequest(21, "tc-write-2", "notes", "write_note", `{"name":"n","text":"no"}`)
+		d.asked(req, `{"jsonrpc":"2.0","id":21,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
+		text, isErr := callTool(t, notes, "write_note", map[string]any{"name": "n", "text": "no"})
+		if !isErr || !strings.Contains(text, "rejected when the agent asked") {
+			t.Errorf("a call the human just rejected: %q (error %v)", text, isErr)
+		}
+		mark := d.marker()
+		d.AgentSend(mark)
+		d.EditorExpect(mark)
+	})
 	ok = ok && d.step(t, "an ACP allow covers one call with the same arguments", func() {
 		text, isErr := d.answerAfter(t, notes, "write_note", map[string]any{"name": "n", "text": "third"}, "reject_once")
 		if !isErr {

@@ -75,9 +75,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
-		if call, ok := c.(*session.Call); ok && req.MCP != nil && strings.HasPrefix(kind, "allow") {
+		if call, ok := c.(*session.Call); ok && req.MCP != nil && kind != "" {
 			// Only the agent's own request covers the call it makes next.
-			e.approved.note(call.Session.ID, *req.MCP, mcpArguments(call, params))
+			e.approved.note(call.Session.ID, *req.MCP, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
 		}
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
 			by := r.Channel

@@ -175,7 +175,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
 	if v.Decision == rules.Allow && req.MCP != nil {
-		e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params))
+		e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params), true)
 	}
 	if c.SelectOption(opt.OptionID) {
 		rec.Latency = ms(time.Since(start))

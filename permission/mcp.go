@@ -77,9 +77,15 @@ func (e *Engine) Decide(c mcp.Call) mcp.Verdict {
 		e.writeMCP(rec, start)
 		return mcp.Verdict{Decision: mcp.Deny, Message: denial(req, v)}
 	}
-	if e.approved.take(c.Session, *req.MCP, c.Arguments) {
-		rec.Decision, rec.Source = string(rules.Allow), "asked in ACP"
-		rec.Reason = "the agent asked for this call with session/request_permission and it was allowed"
+	if found, allowed := e.approved.take(c.Session, *req.MCP, c.Arguments); found {
+		rec.Source = "asked in ACP"
+		if !allowed {
+			// The human said no a moment ago: not asked again.
+			rec.Decision, rec.Reason = string(rules.Deny), "the agent asked for this call with session/request_permission and it was rejected"
+			e.writeMCP(rec, start)
+			return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("acp-broker refused the MCP call %s: it was rejected when the agent asked for it", req.MCP.String())}
+		}
+		rec.Decision, rec.Reason = string(rules.Allow), "the agent asked for this call with session/request_permission and it was allowed"
 		e.writeMCP(rec, start)
 		return mcp.Verdict{Decision: mcp.Allow}
 	}
@@ -313,9 +319,10 @@ func (e *Engine) writeMCP(rec Record, start time.Time) {
 	e.write(rec)
 }
 
-// approvals are the ACP permission requests for MCP tools that were
-// allowed, each covering one tools/call of the same tool (and, when the
-// request showed them, the same arguments) that follows it.
+// approvals are the answers to the agent's ACP permission requests for MCP
+// tools, each covering one tools/call of the same tool (and, when the
+// request showed them, the same arguments) that follows it: allowed, it goes
+// on; rejected, it is refused without asking again.
 type approvals struct {
 	mu   sync.Mutex
 	list []approval
@@ -325,19 +332,21 @@ type approval struct {
 	session string
 	tool    rules.MCPTool
 	args    json.RawMessage // canonical; nil when the request did not show them
+	allowed bool
 	at      time.Time
 }
 
-func (a *approvals) note(sessionID string, tool rules.MCPTool, args json.RawMessage) {
+func (a *approvals) note(sessionID string, tool rules.MCPTool, args json.RawMessage, allowed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expire()
-	a.list = append(a.list, approval{session: sessionID, tool: tool, args: canonicalJSON(args), at: time.Now()})
+	a.list = append(a.list, approval{session: sessionID, tool: tool, args: canonicalJSON(args), allowed: allowed, at: time.Now()})
 }
 
-// take consumes the oldest approval that covers a call. A call whose session
-// the broker does not know yet matches approvals of any session.
-func (a *approvals) take(sessionID string, tool rules.MCPTool, args json.RawMessage) bool {
+// take consumes the oldest answer that covers a call, and says whether it
+// allowed it. A call whose session the broker does not know yet matches
+// answers of any session.
+func (a *approvals) take(sessionID string, tool rules.MCPTool, args json.RawMessage) (found, allowed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.expire()
@@ -353,9 +362,9 @@ func (a *approvals) take(sessionID string, tool rules.MCPTool, args json.RawMess
 			continue
 		}
 		a.list = append(a.list[:i], a.list[i+1:]...)
-		return true
+		return true, ap.allowed
 	}
-	return false
+	return false, false
 }
 
 func (a *approvals) expire() {
