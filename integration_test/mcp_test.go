@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,6 +108,51 @@ func (e serverEntry) proxyFlag(t testing.TB, flag string) string {
 	return ""
 }
 
+// newMCPClient is the agent's MCP client. Listening for list changes makes
+// the SDK subscribe to them, as an agent that re-lists its tools would.
+func newMCPClient() *mcpsdk.Client {
+	return mcpsdk.NewClient(&mcpsdk.Implementation{Name: "fake-agent", Version: "1.0.0"}, &mcpsdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {},
+	})
+}
+
+// connectThroughAgent has the fake agent start the entry, as a real agent
+// does (so the proxy runs in the agent's process group, under the broker),
+// and plays the agent's MCP client over the server's stdio. It returns the
+// client session and the pid of the process the agent started.
+func (d *decider) connectThroughAgent(t *testing.T, e serverEntry) (*mcpsdk.ClientSession, int) {
+	t.Helper()
+	d.noisy = true // the server's stderr is the agent's, which the broker logs
+	addr := fmt.Sprintf("@acpb-mcp-%d-%d", os.Getpid(), ctlCounter.Add(1))
+	ln, err := net.Listen("unix", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var env []string
+	for _, v := range e.Env {
+		env = append(env, v.Name+"="+v.Value)
+	}
+	d.control(command('M', mustJSON(map[string]any{"addr": addr, "command": e.Command, "args": e.Args, "env": env})))
+	_ = ln.(*net.UnixListener).SetDeadline(time.Now().Add(waitTimeout))
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatalf("the agent did not start %s: %v", e.Name, err)
+	}
+	pid, err := strconv.Atoi(string(d.waitEvent('M')[1:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	cs, err := newMCPClient().Connect(ctx, &mcpsdk.IOTransport{Reader: conn, Writer: conn}, nil)
+	if err != nil {
+		t.Fatalf("connecting to %s through the agent: %v\n%s", e.Name, err, d.stderrText())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, pid
+}
+
 // connect starts the entry as the agent would and opens an MCP client
 // session over it. The proxy's and server's stderr is collected in the
 // returned buffer.
@@ -115,11 +161,7 @@ func connect(t *testing.T, e serverEntry) (*mcpsdk.ClientSession, *outputBuffer)
 	cmd := e.command()
 	stderr := &outputBuffer{}
 	cmd.Stderr = stderr
-	// Listening for list changes makes the SDK subscribe to them, as an
-	// agent that re-lists its tools would.
-	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "fake-agent", Version: "1.0.0"}, &mcpsdk.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {},
-	})
+	client := newMCPClient()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcpsdk.CommandTransport{Command: cmd}, nil)
@@ -383,8 +425,8 @@ func TestMCPAnnotations(t *testing.T) {
 	t.Parallel()
 	servers := serverList(`{"name":"other","command":"$MCPSERVER","args":[],"env":[]}`)
 	d := startDecider(t, deciderOptions{rules: "[mcp.notes]\ntrust_annotations = true\n", mcpServers: servers})
-	notes, _ := connect(t, entryNamed(t, d.setup, "notes"))
-	other, _ := connect(t, entryNamed(t, d.setup, "other"))
+	notes, _ := d.connectThroughAgent(t, entryNamed(t, d.setup, "notes"))
+	other, _ := d.connectThroughAgent(t, entryNamed(t, d.setup, "other"))
 
 	readNote := claudeMCPRequest(10, "tc-read", "notes", "read_note", `{"name":"a"}`)
 	ok := d.step(t, "before listing, nothing is relaxed", func() {
@@ -540,7 +582,7 @@ func TestMCPDeniedCall(t *testing.T) {
 		rules:      "[[rule]]\nid = \"no-deletes\"\ndecision = \"deny\"\nreason = \"notes are kept\"\nmcp = \"notes/delete_*\"\n",
 		mcpServers: notesServer,
 	})
-	notes, _ := connect(t, entryNamed(t, d.setup, "notes"))
+	notes, proxy := d.connectThroughAgent(t, entryNamed(t, d.setup, "notes"))
 	text, isErr := callTool(t, notes, "delete_notes", nil)
 	if !isErr || !strings.Contains(text, "no-deletes") || !strings.Contains(text, "notes are kept") {
 		t.Errorf("denied call's result: %q (error %v); want an error naming the rule and its reason", text, isErr)
@@ -555,6 +597,9 @@ func TestMCPDeniedCall(t *testing.T) {
 	if rec.Decision != "deny" || rec.RuleID != "no-deletes" || rec.Method != "tools/call" {
 		t.Errorf("audit: %+v", rec)
 	}
+	// The proxy the agent started does not outlive the broker.
+	d.Finish()
+	waitGone(t, proxy)
 }
 
 // answerAfter calls a tool the rules leave open and answers the broker's
@@ -582,7 +627,7 @@ func (d *decider) answerAfter(t *testing.T, cs *mcpsdk.ClientSession, tool strin
 func TestMCPUnaskedCall(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{mcpServers: notesServer})
-	notes, _ := connect(t, entryNamed(t, d.setup, "notes"))
+	notes, _ := d.connectThroughAgent(t, entryNamed(t, d.setup, "notes"))
 	listTools(t, notes)
 
 	ok := d.step(t, "rejected in the editor", func() {

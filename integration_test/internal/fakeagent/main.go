@@ -15,6 +15,11 @@
 //	G         start two `sleep 300` children, one in its own process group
 //	          and one in a new session (setsid); reply G<pid> <pid>
 //	F<tag>    barrier: reply F<tag> once everything before it is written
+//	M<json>   start an MCP server as an agent would, from {"addr", "command",
+//	          "args", "env"}: its environment is the agent's plus env
+//	          ("NAME=value" each), its stderr the agent's, and its stdin and
+//	          stdout a connection to the Unix socket addr, where the test
+//	          plays the agent's MCP client; reply M<pid>
 //
 // agent → test:
 //
@@ -23,7 +28,7 @@
 //	i<bytes>  a final unterminated piece of stdin
 //	E         stdin reached end of file
 //	S<sig>    a signal arrived (SIGINT, SIGTERM or SIGHUP)
-//	G, F      replies as above
+//	G, F, M   replies as above
 //
 // Stdout is buffered and flushed whenever the control connection has no
 // further buffered command, so a batch of O commands sent in one write leaves
@@ -222,6 +227,12 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
 		case 'F':
 			a.report('F', arg)
+		case 'M':
+			pid, err := startMCPServer(arg)
+			if err != nil {
+				return err
+			}
+			a.report('M', fmt.Appendf(nil, "%d", pid))
 		default:
 			return fmt.Errorf("unknown control op %q", op)
 		}
@@ -229,4 +240,35 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 			a.flush()
 		}
 	}
+}
+
+// startMCPServer starts an MCP server for the M operation.
+func startMCPServer(spec []byte) (int, error) {
+	var m struct {
+		Addr    string   `json:"addr"`
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+		Env     []string `json:"env"`
+	}
+	if err := json.Unmarshal(spec, &m); err != nil {
+		return 0, fmt.Errorf("M: %w", err)
+	}
+	conn, err := net.Dial("unix", m.Addr)
+	if err != nil {
+		return 0, fmt.Errorf("M: %w", err)
+	}
+	defer conn.Close()
+	f, err := conn.(*net.UnixConn).File()
+	if err != nil {
+		return 0, fmt.Errorf("M: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command(m.Command, m.Args...)
+	cmd.Env = append(os.Environ(), m.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = f, f, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("M: %w", err)
+	}
+	go cmd.Wait() // reaped when it exits; the agent does not wait for it
+	return cmd.Process.Pid, nil
 }
