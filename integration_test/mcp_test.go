@@ -523,6 +523,15 @@ func TestMCPAnnotations(t *testing.T) {
 				t.Errorf("after accept: %+v", r)
 			}
 		}
+		for session, want := range map[string]int{"sess_1": 12, "sess_other": 0} {
+			var rows []json.RawMessage
+			if err := json.Unmarshal([]byte(d.cli(t, "mcp", "tools", "--session", session, "--json")), &rows); err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != want {
+				t.Errorf("mcp tools --session %s lists %d tools, want %d", session, len(rows), want)
+			}
+		}
 		// Now pinned as destructive, it stays asked in the running broker.
 		d.asked(claudeMCPRequest(15, "tc-read-4", "notes", "read_note", `{"name":"a"}`), `{"jsonrpc":"2.0","id":15,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
 	})

@@ -156,6 +156,9 @@ func newMCPToolsCmd(stdout, stderr io.Writer) *cobra.Command {
 				return userError(1, err.Error(), "the file is left as it is; fix or remove it by hand")
 			}
 			if asJSON {
+				if rows == nil {
+					rows = []toolRow{} // [] rather than null
+				}
 				enc := json.NewEncoder(stdout)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rows)
