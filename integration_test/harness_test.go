@@ -261,6 +261,7 @@ func startFake(t testing.TB, o options) *session {
 // newSession starts cmd with its stdio on pipes and its own process group.
 func newSession(t testing.TB, o options, cmd *exec.Cmd) *session {
 	t.Helper()
+	trackSources(t)
 	s := &session{
 		t: t, opts: o, cmd: cmd,
 		out: newQueue(), errOut: newQueue(), in: newQueue(), events: newQueue(),

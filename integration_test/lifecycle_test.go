@@ -393,6 +393,7 @@ func TestAgentLaunch(t *testing.T) {
 // status 127, nothing on stdout, and an "acp-broker: error:" line.
 func TestAgentNotFound(t *testing.T) {
 	t.Parallel()
+	trackSources(t)
 	cmd := exec.Command(brokerBin, "--", "no-such-agent-acpb-test")
 	cmd.Env = append(testEnv(), "PATH="+t.TempDir())
 	var stdout, stderr bytes.Buffer

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,10 +62,6 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 
-	if err := readSources(".."); err != nil {
-		fmt.Fprintf(os.Stderr, "integration: reading the module's sources: %v\n", err)
-		return 1
-	}
 	const module = "github.com/acp-broker/acp-broker"
 	if err := goBuild("-o", dir+string(filepath.Separator),
 		module+"/integration_test/internal/fakeagent",
@@ -96,9 +93,22 @@ func testMain(m *testing.M) int {
 
 // readSources reads every Go source and module file of the module. The
 // binaries are built by a `go build` subprocess, which go test's result
-// cache cannot see; files the test process itself reads are part of the
-// cache key, so a change anywhere in the broker reruns this package rather
-// than replaying a stale pass.
+// cache cannot see; files a test reads are part of the cache key, so a
+// change anywhere in the broker reruns this package rather than replaying a
+// stale pass. Only reads made while tests run count (go test starts
+// recording them in m.Run), so every test that starts a process calls it
+// through trackSources.
+var sourcesRead = sync.OnceValue(func() error { return readSources("..") })
+
+// trackSources makes the module's sources part of go test's cache key for
+// this run.
+func trackSources(t testing.TB) {
+	t.Helper()
+	if err := sourcesRead(); err != nil {
+		t.Fatalf("reading the module's sources: %v", err)
+	}
+}
+
 func readSources(root string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -184,6 +184,7 @@ command = "make deploy *"
 // error with file:line:col and a hint on stderr.
 func TestBrokenConfigAtStartup(t *testing.T) {
 	t.Parallel()
+	trackSources(t)
 	for _, c := range []struct {
 		name    string
 		content string
