@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/acp-broker/acp-broker/rules"
@@ -74,7 +73,7 @@ type Catalog struct {
 	// listing could not be recorded; or the server said its tools changed
 	// and has not listed them since.
 	conflicts map[string]string
-	stamp     fileStamp
+	stamp     rules.FileStamp
 }
 
 // CatalogIn returns the catalog of a state directory.
@@ -233,7 +232,7 @@ func (c *Catalog) Live() map[string]map[string]Record {
 // refreshPins takes pins accepted since (acp-broker mcp accept) into the
 // live view, when the file changed.
 func (c *Catalog) refreshPins() {
-	stamp := stampOf(c.Path)
+	stamp := rules.StampOf(c.Path)
 	c.mu.Lock()
 	same := stamp == c.stamp || len(c.live) == 0
 	c.mu.Unlock()
@@ -422,23 +421,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// fileStamp tells whether a file changed since it was last read.
-type fileStamp struct {
-	size int64
-	mod  time.Time
-	ino  uint64
-}
-
-func stampOf(path string) fileStamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}
-	}
-	s := fileStamp{size: fi.Size(), mod: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
-	}
-	return s
 }

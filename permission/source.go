@@ -2,12 +2,9 @@ package permission
 
 import (
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/acp-broker/acp-broker/rules"
 )
@@ -26,30 +23,8 @@ type RuleSource struct {
 
 type loaded struct {
 	policy   *rules.Policy
-	stamps   []stamp
+	stamps   []rules.FileStamp
 	warnings []string
-}
-
-// stamp identifies one version of a file cheaply: a changed file has a
-// different modification time, size or inode (an editor's save-by-rename).
-type stamp struct {
-	path  string
-	mtime time.Time
-	size  int64
-	ino   uint64
-	ok    bool
-}
-
-func stampOf(path string) stamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return stamp{path: path}
-	}
-	s := stamp{path: path, mtime: fi.ModTime(), size: fi.Size(), ok: true}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
-	}
-	return s
 }
 
 // NewRuleSource loads every layer once for startDir and fails on any error:
@@ -76,11 +51,11 @@ func (s *RuleSource) files(projectDir string) []string {
 	return files
 }
 
-func (s *RuleSource) stamps(projectDir string) []stamp {
-	var out []stamp
+func (s *RuleSource) stamps(projectDir string) []rules.FileStamp {
+	var out []rules.FileStamp
 	for _, f := range s.files(projectDir) {
 		if f != "" {
-			out = append(out, stampOf(f))
+			out = append(out, rules.StampOf(f))
 		}
 	}
 	return out

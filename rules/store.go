@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -64,6 +65,30 @@ func (s Store) update(change func([]Entry) []Entry) error {
 		}
 		return WriteFileAtomic(s.Path, buf.Bytes())
 	})
+}
+
+// FileStamp identifies one version of a file cheaply: a changed file has a
+// different modification time, size or inode (an editor's save-by-rename).
+// Brokers compare stamps to notice that a shared file changed.
+type FileStamp struct {
+	Path    string
+	ModTime time.Time
+	Size    int64
+	Ino     uint64
+	Exists  bool
+}
+
+// StampOf returns the stamp of the file at path now.
+func StampOf(path string) FileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return FileStamp{Path: path}
+	}
+	s := FileStamp{Path: path, ModTime: fi.ModTime(), Size: fi.Size(), Exists: true}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.Ino = st.Ino
+	}
+	return s
 }
 
 // WithLock runs fn holding an exclusive lock on path's lock file (path plus
