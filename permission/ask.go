@@ -95,18 +95,11 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		r := rec
 		r.Decision = "answered"
 		kind := ""
-		var res struct {
-			Outcome struct {
-				Outcome  string `json:"outcome"`
-				OptionID string `json:"optionId"`
-			} `json:"outcome"`
-		}
-		switch {
-		case answer.Error != nil:
+		if answer.Error != nil {
 			r.Decision = "error"
-		case json.Unmarshal(answer.Result, &res) == nil && res.Outcome.Outcome != "":
-			r.Decision, r.Option = res.Outcome.Outcome, res.Outcome.OptionID
-			if o, ok := optionByID(params.Options, res.Outcome.OptionID); ok {
+		} else if outcome, optionID := readOutcome(answer); outcome != "" {
+			r.Decision, r.Option = outcome, optionID
+			if o, ok := optionByID(params.Options, optionID); ok {
 				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
 			}
 		}
@@ -208,6 +201,21 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		r.Latency = ms(time.Since(start))
 		e.write(r)
 	}()
+}
+
+// readOutcome reads a session/request_permission result: the outcome
+// ("selected", "cancelled", or "" when it cannot be read) and the option.
+func readOutcome(answer *jsonrpc.Message) (outcome, optionID string) {
+	var res struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	if answer.Error != nil || json.Unmarshal(answer.Result, &res) != nil {
+		return "", ""
+	}
+	return res.Outcome.Outcome, res.Outcome.OptionID
 }
 
 // askChannel asks one channel and applies its answer if it is the first.

@@ -230,15 +230,9 @@ func (h *heldMCPCall) Forward(onAnswer func(*jsonrpc.Message)) bool {
 			}
 			return
 		}
-		var res struct {
-			Outcome struct {
-				Outcome  string `json:"outcome"`
-				OptionID string `json:"optionId"`
-			} `json:"outcome"`
-		}
 		option := ""
-		if m.Error == nil && json.Unmarshal(m.Result, &res) == nil && res.Outcome.Outcome == "selected" {
-			option = res.Outcome.OptionID
+		if outcome, optionID := readOutcome(m); outcome == "selected" {
+			option = optionID
 		}
 		h.answer(option, func() { onAnswer(m) })
 	}()
