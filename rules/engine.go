@@ -153,6 +153,9 @@ func (a action) String() string {
 	case actCommand:
 		return "command: " + strings.Join(a.cmd.Argv, " ")
 	case actPath:
+		if a.path.WorkDir {
+			return "runs in: " + a.path.Abs
+		}
 		if a.path.Write {
 			return "write: " + a.path.Abs
 		}
@@ -350,7 +353,7 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			candidates = append(candidates, value) // --file=~/.aws/credentials
 		}
 		for _, cand := range candidates {
-			abs, ok := absPath(cand, req.ctx.Cwd, p.home)
+			abs, ok := absPath(cand, req.Dir, p.home)
 			if !ok {
 				continue
 			}
@@ -482,7 +485,8 @@ func anyGlob(globs []*glob, s string) bool {
 }
 
 // anyPath matches a path against patterns; `./` patterns match the session's
-// working directory and its additional directories.
+// working directory and its additional directories (never a directory the
+// request names itself).
 func anyPath(patterns []*pathPattern, path, home string, ctx Context) bool {
 	for _, pat := range patterns {
 		if pat.match(path, home, ctx.Cwd) {
@@ -590,6 +594,8 @@ func (p *Policy) defaultReason(req *Request, a action, d Decision) string {
 		return fmt.Sprintf("kind %q only reads", req.Kind)
 	case a.kind == actCommand:
 		return "no rule allows this command"
+	case a.kind == actPath && a.path.WorkDir:
+		return "it runs outside the session's directories and no rule allows acting there"
 	case a.kind == actPath && a.path.Write:
 		return "no rule allows writing here"
 	case a.kind == actURL:

@@ -53,7 +53,8 @@ func modeVerdict(v Verdict, d Decision, mode, reason string) Verdict {
 }
 
 // editsInside reports whether every asked part is a write, asked only by a
-// default, to a path inside the session's directory or its additional ones.
+// default, to a path inside the session's directory or its additional ones:
+// the session's own, whatever directory the request says it runs in.
 func editsInside(v Verdict, req *Request) bool {
 	if v.Source != "default" {
 		return false
@@ -134,11 +135,8 @@ func bypassable(v Verdict) bool {
 // defense-in-depth checks of fs/write_text_file and terminal/create refuse
 // outright.
 func (p *Policy) Protected(req *Request) (string, bool) {
-	for i := range req.Paths {
-		if pat, ok := p.protectedPath(&req.Paths[i]); ok {
-			return fmt.Sprintf("%s is a protected path (%s)", req.Paths[i].Abs, pat), true
-		}
-	}
+	// Arguments first: the one a command names says more than the
+	// directory it runs in.
 	if req.Script != nil {
 		for i := range req.Script.Commands {
 			c := &req.Script.Commands[i]
@@ -148,6 +146,11 @@ func (p *Policy) Protected(req *Request) (string, bool) {
 			if arg, pat, ok := p.protectedArgument(req, c); ok {
 				return fmt.Sprintf("argument %q names a protected path (%s)", arg, pat), true
 			}
+		}
+	}
+	for i := range req.Paths {
+		if pat, ok := p.protectedPath(&req.Paths[i]); ok {
+			return fmt.Sprintf("%s is a protected path (%s)", req.Paths[i].Abs, pat), true
 		}
 	}
 	return "", false

@@ -14,8 +14,11 @@ import (
 
 // Context is what the broker knows of the session a request belongs to.
 type Context struct {
-	Cwd   string   // the session's working directory (absolute)
-	Roots []string // additionalDirectories
+	// Cwd and Roots are the session's own directories, its cwd and
+	// additionalDirectories from session/new, load, resume or fork: what
+	// `./` and accept-edits mean. A request's own cwd never moves them.
+	Cwd   string
+	Roots []string
 	// MCPServers are the names of the MCP servers the editor passed to the
 	// session, used to tell server from tool in names like "github_get_issue".
 	MCPServers []string
@@ -48,6 +51,17 @@ type Request struct {
 	// Script is the shell command the request carries, nil when none.
 	Script        *Script
 	CommandSource string // where the command was read from
+	// Command is the command exactly as the request gave it, for telling
+	// whether two requests run the same command.
+	Command GivenCommand
+
+	// Dir is the directory the request acts in: its relative paths and
+	// command arguments are made absolute against it. It is the session's
+	// directory unless the request names its own (Codex's rawInput.cwd,
+	// terminal/create's cwd); a directory of its own outside the session's
+	// directories is then one more access the rules must allow (a
+	// PathAccess with WorkDir set).
+	Dir string
 
 	Paths []PathAccess
 	URLs  []URLAccess
@@ -70,6 +84,17 @@ type PathAccess struct {
 	Resolved string // Abs with symbolic links followed
 	Write    bool
 	From     string // which field named it
+	// WorkDir marks the directory a request says it runs in, when it is
+	// outside the session's directories: a command there may write
+	// whatever it likes below it, so it counts as a write.
+	WorkDir bool
+}
+
+// GivenCommand is a command as a request gave it: one shell string (Line)
+// or an argv (Argv).
+type GivenCommand struct {
+	Line string
+	Argv []string
 }
 
 // URLAccess is one URL the request would fetch.
@@ -104,23 +129,51 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 			r.notUnderstood("rawInput is not an object")
 		}
 	}
-	cwd := ctx.Cwd
+	r.Dir = ctx.Cwd
+	ownDir := false
 	if raw, ok := input["cwd"]; ok {
 		var dir string
 		if json.Unmarshal(raw, &dir) != nil || !filepath.IsAbs(dir) {
 			r.notUnderstood("rawInput.cwd is not an absolute path")
 		} else {
-			// Codex runs the command in the directory it names.
-			cwd = filepath.Clean(dir)
+			// Codex runs the command in the directory it names: its
+			// relative paths are there, but `./` stays the session's.
+			r.Dir, ownDir = filepath.Clean(dir), true
 		}
 	}
-	r.ctx.Cwd = cwd
 
 	r.readCommand(input)
 	r.readPaths(fields, input)
 	r.readURL(input)
 	r.readMCP(input)
+	if ownDir {
+		r.addWorkDir()
+	}
 	return r
+}
+
+// addWorkDir makes a directory of the request's own outside the session's
+// directories an access of its own, so that only a rule naming it can allow
+// the request to act there. Inside them, it is the session's own place.
+func (r *Request) addWorkDir() {
+	roots := append([]string{r.ctx.Cwd}, r.ctx.Roots...)
+	resolvedRoots := make([]string, 0, len(roots))
+	for _, root := range roots {
+		if filepath.IsAbs(root) {
+			resolvedRoots = append(resolvedRoots, resolvePath(filepath.Clean(root)))
+		}
+	}
+	resolved := resolvePath(r.Dir)
+	if under(r.Dir, roots) && (under(resolved, roots) || under(resolved, resolvedRoots)) {
+		return
+	}
+	for i, have := range r.Paths {
+		if have.Abs == r.Dir {
+			r.Paths[i].Write, r.Paths[i].WorkDir = true, true
+			return
+		}
+	}
+	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: "rawInput.cwd", WorkDir: true})
 }
 
 // ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
@@ -144,7 +197,7 @@ func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
 // Request: the server and tool are known exactly, and the arguments are read
 // as a tool's input is, so that command, path and URL rules apply to them.
 func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *Request {
-	r := &Request{ctx: ctx, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
+	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
 	var input map[string]json.RawMessage
 	if len(arguments) > 0 && !isNull(arguments) {
 		if err := checkStrict(arguments); err != nil {
@@ -217,7 +270,7 @@ func (r *Request) readCommand(input map[string]json.RawMessage) {
 		switch {
 		case json.Unmarshal(raw, &s) == nil:
 			sc := ParseShell(s)
-			r.Script, r.CommandSource = &sc, "rawInput.command"
+			r.Script, r.CommandSource, r.Command = &sc, "rawInput.command", GivenCommand{Line: s}
 			// Claude Code titles a shell call with the command itself; a
 			// title that is another command is a disagreement.
 			if r.Title != "" && strings.TrimSpace(r.Title) != strings.TrimSpace(s) && r.Kind == "execute" && looksLikeOtherCommand(r.Title, s) {
@@ -225,13 +278,13 @@ func (r *Request) readCommand(input map[string]json.RawMessage) {
 			}
 		case json.Unmarshal(raw, &argv) == nil && len(argv) > 0:
 			sc := ParseArgv(argv)
-			r.Script, r.CommandSource = &sc, "rawInput.command (argv)"
+			r.Script, r.CommandSource, r.Command = &sc, "rawInput.command (argv)", GivenCommand{Argv: argv}
 		default:
 			r.notUnderstood("rawInput.command is neither a string nor a list of strings")
 		}
 	case r.Kind == "execute" && r.Title != "":
 		sc := ParseShell(r.Title)
-		r.Script, r.CommandSource = &sc, "title"
+		r.Script, r.CommandSource, r.Command = &sc, "title", GivenCommand{Line: r.Title}
 	case r.Kind == "execute":
 		r.notUnderstood("an execute request with no command")
 	}
@@ -324,7 +377,7 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 }
 
 func (r *Request) addPath(p string, write bool, from string) {
-	abs, ok := absPath(p, r.ctx.Cwd, r.ctx.Home)
+	abs, ok := absPath(p, r.Dir, r.ctx.Home)
 	if !ok {
 		r.notUnderstood("path %q cannot be made absolute", p)
 		return
