@@ -43,8 +43,8 @@ type Channel struct {
 }
 
 // held is a request waiting for a human: an agent's permission request
-// (*session.Call), or an MCP call the broker asks about on its own
-// (*heldMCPCall). It is answered once, by whoever answers first.
+// (*session.Call), or an MCP call, terminal or write the agent did not ask
+// about, which the broker asks about on its own (*heldPrompt). It is answered once, by whoever answers first.
 type held interface {
 	// Context ends once the request is answered or can no longer be.
 	Context() context.Context
@@ -75,9 +75,10 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
-		if call, ok := c.(*session.Call); ok && req.MCP != nil && kind != "" {
-			// Only the agent's own request covers the call it makes next.
-			e.approved.note(call.Session.ID, *req.MCP, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
+		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" {
+			// Only the agent's own request covers what it does next: the
+			// MCP call, terminal or write it asked about.
+			e.approved.noteRequest(call.Session.ID, req, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
 		}
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
 			by := r.Channel

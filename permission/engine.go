@@ -174,8 +174,8 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		return
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
-	if v.Decision == rules.Allow && req.MCP != nil {
-		e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params), true)
+	if v.Decision == rules.Allow {
+		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)
 	}
 	if c.SelectOption(opt.OptionID) {
 		rec.Latency = ms(time.Since(start))

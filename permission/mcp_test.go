@@ -17,7 +17,7 @@ func TestApprovalsCoverOneMatchingCall(t *testing.T) {
 	reordered := json.RawMessage(`{ "text": "t", "name": "n" }`)
 
 	var a approvals
-	a.note("s1", notes, args, true)
+	a.note("s1", mcpApproval(notes), args, true)
 	for _, c := range []struct {
 		name    string
 		session string
@@ -30,27 +30,27 @@ func TestApprovalsCoverOneMatchingCall(t *testing.T) {
 		{"other arguments", "s1", notes, json.RawMessage(`{"name":"n","text":"other"}`)},
 		{"no arguments", "s1", notes, nil},
 	} {
-		if found, _ := a.take(c.session, c.tool, c.args); found {
+		if found, _ := a.take(c.session, mcpApproval(c.tool), c.args); found {
 			t.Errorf("%s: covered by the approval", c.name)
 		}
 	}
-	if found, allowed := a.take("s1", notes, reordered); !found || !allowed {
+	if found, allowed := a.take("s1", mcpApproval(notes), reordered); !found || !allowed {
 		t.Fatalf("the same arguments in another order: found %v, allowed %v", found, allowed)
 	}
-	if found, _ := a.take("s1", notes, args); found {
+	if found, _ := a.take("s1", mcpApproval(notes), args); found {
 		t.Error("one approval covered two calls")
 	}
 
 	// A request that showed no arguments covers a call with any; a call
 	// whose session is not known yet matches any session.
-	a.note("s1", notes, nil, true)
-	if found, _ := a.take("", notes, json.RawMessage(`{"anything":1}`)); !found {
+	a.note("s1", mcpApproval(notes), nil, true)
+	if found, _ := a.take("", mcpApproval(notes), json.RawMessage(`{"anything":1}`)); !found {
 		t.Error("an approval without arguments did not cover the call")
 	}
 
 	// A rejection is found, and says so.
-	a.note("s1", notes, args, false)
-	if found, allowed := a.take("s1", notes, args); !found || allowed {
+	a.note("s1", mcpApproval(notes), args, false)
+	if found, allowed := a.take("s1", mcpApproval(notes), args); !found || allowed {
 		t.Errorf("a rejection: found %v, allowed %v", found, allowed)
 	}
 }
