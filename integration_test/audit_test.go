@@ -236,13 +236,22 @@ func TestAuditLog(t *testing.T) {
 				d.t.Errorf("a protected write is logged as %+v, want decision deny, source protected", got)
 			}
 		}},
-		{"fs_write_forwarded", func() {
-			d.asked(`{"jsonrpc":"2.0","id":12,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/NOTES.md","content":"x"}}`, `{"jsonrpc":"2.0","id":12,"result":null}`)
+		{"fs_write_allowed_by_a_rule", func() {
+			d.asked(`{"jsonrpc":"2.0","id":12,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/src/NOTES.md","content":"x"}}`, `{"jsonrpc":"2.0","id":12,"result":null}`)
 			got := waitAudit(d.t, d.audit, "the forwarded write", func(r auditRecord) bool {
+				return r.Method == "fs/write_text_file" && slices.Contains(r.Paths, d.cwd+"/src/NOTES.md")
+			})
+			if got.Decision != "allow" || got.Source != "rule" || got.RuleID != "edit-src" {
+				d.t.Errorf("a write a rule allows is logged as %+v, want decision allow by rule edit-src", got)
+			}
+		}},
+		{"fs_write_asked_by_the_broker", func() {
+			d.heldAsked(d.t, `{"jsonrpc":"2.0","id":"w-1","method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/NOTES.md","content":"x"}}`, d.cwd+"/NOTES.md", "reject_once", "")
+			got := waitAudit(d.t, d.audit, "the held write", func(r auditRecord) bool {
 				return r.Method == "fs/write_text_file" && slices.Contains(r.Paths, d.cwd+"/NOTES.md")
 			})
-			if got.Decision != "forwarded" {
-				d.t.Errorf("a forwarded write is logged as %+v, want decision forwarded", got)
+			if got.Decision != "deny" || got.Source != "editor" || got.OptionKind != "reject_once" || !strings.HasPrefix(got.ToolCallID, "acp-broker-write-") {
+				d.t.Errorf("a write asked with the broker's own prompt is logged as %+v, want decision deny by the editor, reject_once, the prompt's tool call id", got)
 			}
 		}},
 		{"terminal_refused", func() {
@@ -253,13 +262,14 @@ func TestAuditLog(t *testing.T) {
 			checkRecord(d.t, got, auditRecord{Session: "sess_1", Agent: "fakeagent", Method: "terminal/create", Kind: "execute", Commands: []string{"pip install x"},
 				Decision: "deny", Source: "rule", Rule: rule("no-installs"), RuleID: "no-installs", Reason: "dependencies come from the lock file"})
 		}},
-		{"terminal_forwarded", func() {
+		{"terminal_covered_by_a_permission_request", func() {
+			d.asked(permission(`"p-14"`, `{"toolCallId":"m14","title":"go vet","kind":"execute","rawInput":{"command":"go vet"}}`, claudeOptions), answer(`"p-14"`, "allow"))
 			d.asked(`{"jsonrpc":"2.0","id":14,"method":"terminal/create","params":{"sessionId":"sess_1","command":"go","args":["vet"],"cwd":"$CWD"}}`, `{"jsonrpc":"2.0","id":14,"result":{"terminalId":"t"}}`)
 			got := waitAudit(d.t, d.audit, "the forwarded terminal", func(r auditRecord) bool {
 				return r.Method == "terminal/create" && slices.Equal(r.Commands, []string{"go vet"})
 			})
-			if got.Decision != "forwarded" {
-				d.t.Errorf("a forwarded terminal is logged as %+v, want decision forwarded", got)
+			if got.Decision != "allow" || got.Source != "asked in ACP" {
+				d.t.Errorf("a terminal a permission request covered is logged as %+v, want decision allow, source asked in ACP", got)
 			}
 		}},
 	}
@@ -269,9 +279,9 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 	d.finish()
-	// One line per intercepted request: 9 permission requests (m1 to m9),
-	// 3 writes, 2 terminals.
-	if got, want := len(readAudit(t, d.audit)), 9+3+2; got != want {
+	// One line per intercepted request: 10 permission requests (m1 to m9,
+	// p-14), 4 writes, 2 terminals.
+	if got, want := len(readAudit(t, d.audit)), 10+4+2; got != want {
 		data, _ := os.ReadFile(d.audit)
 		t.Errorf("the audit log has %d lines, want %d:\n%s", got, want, data)
 	}

@@ -198,9 +198,15 @@ func scenarioFSAndTerminal(t *testing.T, s *session) {
 	s.EditorToAgent(`{"jsonrpc":"2.0","id":0,"result":{"content":"# Changelog\n\n## v1.0.0\n- first\n"}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"sess_1","path":"/home/user/project/missing.md"}}`)
 	s.EditorToAgent(`{"jsonrpc":"2.0","id":1,"error":{"code":-32002,"message":"Resource not found","data":{"uri":"file:///home/user/project/missing.md"}}}`)
+	// The agent asks before it writes and before it runs a command, so the
+	// broker, which would otherwise ask itself, forwards both unchanged.
+	s.AgentToEditor(`{"jsonrpc":"2.0","id":10,"method":"session/request_permission","params":{"sessionId":"sess_1","toolCall":{"toolCallId":"call_8","title":"Edit CHANGELOG.md","kind":"edit","locations":[{"path":"/home/user/project/CHANGELOG.md"}]},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`)
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":10,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","id":2,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"/home/user/project/CHANGELOG.md","content":"# Changelog\n\n## v1.1.0\n- second\n\n## v1.0.0\n- first\n"}}`)
 	s.EditorToAgent(`{"jsonrpc":"2.0","id":2,"result":null}`)
-	s.AgentToEditor(`{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"sessionId":"sess_1","command":"go","args":["test","./..."],"env":[{"name":"CGO_ENABLED","value":"0"}],"cwd":"/home/user/project","outputByteLimit":1048576}}`)
+	s.AgentToEditor(`{"jsonrpc":"2.0","id":11,"method":"session/request_permission","params":{"sessionId":"sess_1","toolCall":{"toolCallId":"call_9","title":"go test ./...","kind":"execute","rawInput":{"command":"go test ./..."}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`)
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":11,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`)
+	s.AgentToEditor(`{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"sessionId":"sess_1","command":"go","args":["test","./..."],"cwd":"/home/user/project","outputByteLimit":1048576}}`)
 	s.EditorToAgent(`{"jsonrpc":"2.0","id":3,"result":{"terminalId":"term_1"}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call","toolCallId":"call_9","title":"go test ./...","kind":"execute","status":"in_progress","content":[{"type":"terminal","terminalId":"term_1"}]}}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","id":4,"method":"terminal/wait_for_exit","params":{"sessionId":"sess_1","terminalId":"term_1"}}`)

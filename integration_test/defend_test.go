@@ -12,8 +12,9 @@ import (
 
 // TestDefendFSWrite: an fs/write_text_file the agent sends to the editor
 // without asking is refused with a -32000 error naming the protected path or
-// the deny rule, and never reaches the editor; any other write reaches the
-// editor unchanged, and its answer the agent.
+// the deny rule, and never reaches the editor; a write a rule allows reaches
+// the editor unchanged, and its answer the agent; any other write is asked
+// with the broker's own prompt first (see TestDefendAskedThroughTheBroker).
 func TestDefendFSWrite(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{rules: decideRules})
@@ -63,15 +64,14 @@ func TestDefendFSWrite(t *testing.T) {
 			want: []string{"/.config/acp-broker/config.toml", "protected path"},
 		},
 		{
-			name:   "ordinary_write_forwarded",
-			req:    `{"jsonrpc":"2.0","id":9,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/CHANGELOG.md","content":"# Changelog\n\n- \u00e9t\u00e9\n","_meta":{"x":1}}}`,
+			// edit-src allows it: forwarded byte for byte.
+			name:   "write_a_rule_allows_forwarded",
+			req:    `{"jsonrpc":"2.0","id":9,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/src/CHANGELOG.md","content":"# Changelog\n\n- \u00e9t\u00e9\n","_meta":{"x":1}}}`,
 			answer: `{"jsonrpc":"2.0","id":9,"result":null}`,
 		},
 		{
-			// Not allowed by any rule, but not denied either: the
-			// defense only refuses, it never decides what the editor does.
-			name:   "write_no_rule_allows_still_forwarded",
-			req:    `{"jsonrpc":"2.0","id":10,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$ROOT/elsewhere/notes.txt","content":"x"}}`,
+			name:   "write_a_rule_allows_relative_forwarded",
+			req:    `{"jsonrpc":"2.0","id":10,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"src/notes.txt","content":"x"}}`,
 			answer: `{"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"disk full"}}`,
 		},
 	} {
@@ -83,8 +83,9 @@ func TestDefendFSWrite(t *testing.T) {
 }
 
 // TestDefendTerminal: a terminal/create whose command a deny rule matches,
-// or whose arguments name a protected path, is refused; others are
-// forwarded unchanged.
+// or whose arguments name a protected path, is refused; one a rule allows
+// is forwarded unchanged; any other is asked with the broker's own prompt
+// first (see TestDefendAskedThroughTheBroker).
 func TestDefendTerminal(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{rules: decideRules})
@@ -92,6 +93,7 @@ func TestDefendTerminal(t *testing.T) {
 		name, req string
 		want      []string
 		answer    string
+		held      string // what the broker's own prompt shows, when asked there
 	}{
 		{
 			name: "denied_command",
@@ -124,17 +126,30 @@ func TestDefendTerminal(t *testing.T) {
 			want: []string{`.env`, "protected path"},
 		},
 		{
-			name:   "ordinary_command_forwarded",
-			req:    `{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"sess_1","command":"go","args":["test","./..."],"env":[{"name":"CGO_ENABLED","value":"0"}],"cwd":"$CWD","outputByteLimit":1048576}}`,
+			name:   "command_a_rule_allows_forwarded",
+			req:    `{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["log","--oneline"],"cwd":"$CWD","outputByteLimit":1048576,"_meta":{"x":1}}}`,
 			answer: `{"jsonrpc":"2.0","id":7,"result":{"terminalId":"term_1"}}`,
 		},
 		{
-			name:   "command_no_rule_allows_still_forwarded",
-			req:    `{"jsonrpc":"2.0","id":8,"method":"terminal/create","params":{"sessionId":"sess_1","command":"rm","args":["-rf","build"],"cwd":"$CWD"}}`,
+			name:   "command_line_a_rule_allows_forwarded",
+			req:    `{"jsonrpc":"2.0","id":8,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git status","cwd":"$CWD/src"}}`,
 			answer: `{"jsonrpc":"2.0","id":8,"result":{"terminalId":"term_2"}}`,
 		},
+		{
+			// An environment changes what a program does: no allow rule
+			// matches it. Nor is it forwarded unasked.
+			name: "allowed_command_with_an_environment_not_forwarded_unasked",
+			req:  `{"jsonrpc":"2.0","id":10,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["status"],"env":[{"name":"GIT_EXTERNAL_DIFF","value":"./evil"}],"cwd":"$CWD"}}`,
+			held: "git status",
+		},
 	} {
-		if !d.step(t, c.name, func() { defendCase(d, c.req, c.want, c.answer) }) {
+		if !d.step(t, c.name, func() {
+			if c.held != "" {
+				d.heldAsked(d.t, c.req, c.held, "reject_once", "")
+				return
+			}
+			defendCase(d, c.req, c.want, c.answer)
+		}) {
 			return
 		}
 	}

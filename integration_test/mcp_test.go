@@ -553,7 +553,7 @@ func (d *decider) cli(t *testing.T, args ...string) string {
 // answerOwnPrompt takes the broker's own prompt for an MCP call from the
 // editor (a tool_call update, then a session/request_permission with an id
 // in the broker's namespace) and answers it with optionID.
-func (d *decider) answerOwnPrompt(t *testing.T, tool, optionID string) {
+func (d *decider) answerOwnPrompt(t testing.TB, tool, optionID string) {
 	t.Helper()
 	update := d.EditorRecv()
 	if !strings.Contains(update, `"sessionUpdate":"tool_call"`) || !strings.Contains(update, tool) {

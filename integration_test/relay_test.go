@@ -279,8 +279,9 @@ func testMaxMessageSize(t *testing.T, flag string, limit, size int) {
 	if !strings.Contains(msg, "exceeds") {
 		t.Errorf("error message %q does not contain \"exceeds\"", msg)
 	}
-	s.AgentToEditor(sized(`{"jsonrpc":"2.0","id":78,"method":"fs/write_text_file","params":{"sessionId":"s","path":"/small","content":"`, `"}}`, limit))
-	s.EditorToAgent(`{"jsonrpc":"2.0","id":78,"result":null}`)
+	// An intercepted request of exactly the limit that the broker forwards.
+	s.AgentToEditor(sized(`{"jsonrpc":"2.0","id":78,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t","title":"`, `"},"options":[]}}`, limit))
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":78,"result":{"outcome":{"outcome":"cancelled"}}}`)
 
 	t.Log("an oversized response from the agent")
 	s.EditorToAgent(`{"jsonrpc":"2.0","id":3,"method":"fs/whatever","params":{}}`)

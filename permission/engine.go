@@ -288,9 +288,8 @@ func decisionOf(kind string) string {
 	return string(rules.Deny)
 }
 
-// fsWrite checks a write the agent asks the editor to make against deny
-// rules and protected paths: defense in depth for agents that decide
-// themselves whether to ask.
+// fsWrite checks a write the agent asks the editor to make (defend): what
+// the agent did not ask about is not written blindly.
 func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 	var params struct {
 		Path string `json:"path"`
@@ -300,15 +299,24 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		return
 	}
 	input, _ := json.Marshal(map[string]string{"file_path": params.Path})
-	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"edit"`), "rawInput": input})
+	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"edit"`), "rawInput": input}, func(req *rules.Request) string {
+		if len(req.Paths) != 1 {
+			return ""
+		}
+		return writeApproval(req.Paths[0].Abs)
+	})
 }
 
-// terminal checks a terminal the agent asks the editor to start.
+// terminal checks a terminal the agent asks the editor to start (defend).
 func (e *Engine) terminal(c *session.Call, start time.Time) {
 	var params struct {
 		Command string   `json:"command"`
 		Args    []string `json:"args"`
 		Cwd     string   `json:"cwd"`
+		Env     []struct {
+			Name  string `json:"name"`
+			Value string `json:"value"`
+		} `json:"env"`
 	}
 	if err := json.Unmarshal(c.Params, &params); err != nil || params.Command == "" {
 		c.Forward(nil)
@@ -326,43 +334,144 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		input["cwd"] = params.Cwd
 	}
 	raw, _ := json.Marshal(input)
-	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": raw})
+	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": raw}, func(req *rules.Request) string {
+		if len(params.Env) > 0 && req.Script != nil {
+			// The environment changes what a program does, as VAR=x does:
+			// no allow rule matches it, and no permission request, which
+			// never shows an environment, covers it.
+			for i := range req.Script.Commands {
+				for _, v := range params.Env {
+					req.Script.Commands[i].Assigns = append(req.Script.Commands[i].Assigns, v.Name+"="+v.Value)
+				}
+			}
+			return ""
+		}
+		what, _ := commandApproval(req.Command, req.Dir)
+		return what
+	})
 }
 
-// defend refuses a request that a deny rule or a protected path forbids,
-// and forwards everything else: the editor performs it as before.
-func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage) {
+// defend decides a write or a terminal the agent asks the editor for. Agents
+// decide themselves whether to ask permission first, so:
+//
+//   - what a deny rule, a protected path or the mode (plan, dont-ask)
+//     refuses is answered with an error and never reaches the editor;
+//   - what the rules (and the mode) allow outright is forwarded;
+//   - what an answer to the agent's own permission request covers (approvals:
+//     the same command in the same directory, or the same path, once, within
+//     five minutes) is forwarded if the answer allowed it and refused if it
+//     rejected it;
+//   - a command the broker cannot see through is refused: nobody could be
+//     shown what it does;
+//   - anything else is asked with the broker's own prompt (askOwn), and
+//     forwarded, unchanged, only if the answer allows it.
+//
+// approval says what answer would cover the request ("" for none) and may
+// add to what the rules judge of it.
+func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage, approval func(*rules.Request) string) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
+	// refuse answers with an error saying why; the audit line says the
+	// same unless the record already has a reason.
+	refuse := func(source, why string) {
+		rec.Decision, rec.Source = string(rules.Deny), source
+		if rec.Reason == "" {
+			rec.Reason = why
+		}
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+why)
+		rec.Latency = ms(time.Since(start))
+		e.write(rec)
+	}
+	forward := func() {
+		c.Forward(nil)
+		rec.Latency = ms(time.Since(start))
+		e.write(rec)
+	}
 	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; refusing", "method", c.Method, "err", err)
-		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "config error", err.Error()
-		c.RespondError(jsonrpc.CodeServerError, "acp-broker: the rules cannot be loaded, so this is refused: "+err.Error())
-		rec.Latency = ms(time.Since(start))
-		e.write(rec)
+		refuse("config error", "the rules cannot be loaded, so this is refused: "+err.Error())
 		return
 	}
 	req := rules.ReadToolCall(fields, e.context(c.Session, mode))
+	what := approval(req)
 	describe(&rec, req)
-	v := p.Decide(req)
+	judged := p.Decide(req)
+	v := rules.ApplyMode(judged, req, mode)
 	reason, protected := p.Protected(req)
 	switch {
+	case judged.Decision == rules.Deny:
+		fillVerdict(&rec, judged)
+		msg := "rule " + ruleName(judged.Rule)
+		if judged.Reason != "" {
+			msg += ": " + judged.Reason
+		}
+		refuse(judged.Source, msg)
+		return
+	case protected:
+		refuse("protected", reason)
+		return
 	case v.Decision == rules.Deny:
 		fillVerdict(&rec, v)
-		msg := "acp-broker denied this: rule " + ruleName(v.Rule)
-		if v.Reason != "" {
-			msg += ": " + v.Reason
-		}
-		c.RespondError(jsonrpc.CodeServerError, msg)
-	case protected:
-		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "protected", reason
-		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+reason)
-	default:
-		rec.Decision, rec.Source = "forwarded", "no deny rule"
-		c.Forward(nil)
+		refuse(v.Source, v.Source+": "+v.Reason)
+		return
+	case v.Decision == rules.Allow:
+		fillVerdict(&rec, v)
+		forward()
+		return
 	}
-	rec.Latency = ms(time.Since(start))
-	e.write(rec)
+	if what != "" && c.Session.ID != "" {
+		if found, allowed := e.approved.take(c.Session.ID, what, nil); found {
+			if !allowed {
+				refuse("asked in ACP", "it was rejected when the agent asked for it with session/request_permission")
+				return
+			}
+			rec.Decision, rec.Source, rec.Reason = string(rules.Allow), "asked in ACP", "the agent asked for this with session/request_permission and it was allowed"
+			forward()
+			return
+		}
+	}
+	if req.Script != nil {
+		if opaque := req.Script.Opaqueness(); len(opaque) > 0 {
+			refuse("not see-through", "the broker cannot see what this command does ("+strings.Join(opaque, "; ")+"), so nobody can be asked about it; an agent must ask for it with session/request_permission first")
+			return
+		}
+	}
+	ed := e.editorHandle()
+	if ed == nil || c.Session.ID == "" {
+		refuse("not asked", "no rule allows this, no permission request of the agent covers it, and nobody can be asked: the request names no session")
+		return
+	}
+	o := ownPrompt{session: c.Session.ID, rawInput: c.Params}
+	if c.Method == "fs/write_text_file" {
+		o.what, o.kind, o.title = "write", "edit", "Write (held by acp-broker: "+v.Reason+")"
+		for _, path := range req.Paths {
+			o.title = fmt.Sprintf("Write %s (held by acp-broker: %s)", path.Abs, v.Reason)
+			o.locations = append(o.locations, path.Abs)
+		}
+	} else {
+		o.what, o.kind = "terminal", "execute"
+		var cmds []string
+		if req.Script != nil {
+			for _, sc := range req.Script.Commands {
+				cmds = append(cmds, strings.Join(sc.Argv, " "))
+			}
+		}
+		o.title = fmt.Sprintf("Run %s in %s (held by acp-broker: %s)", strings.Join(cmds, "; "), req.Dir, v.Reason)
+	}
+	remember := e.rememberer(c.Session, req, p.Remember)
+	go func() {
+		allowed, closeView := e.askOwn(c.Context(), ed, o, req, rec, start, v.Source, v.Reason, remember)
+		switch {
+		case allowed:
+			closeView("completed", "acp-broker: allowed; the request went to the editor")
+			c.Forward(nil)
+		case c.Context().Err() != nil:
+			closeView("failed", "acp-broker: the agent withdrew the request")
+		default:
+			closeView("failed", "acp-broker: not allowed")
+			c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: it was not allowed when the broker asked (rejected, or nobody answered in time)")
+		}
+	}()
 }
 
 func ruleName(r *rules.Rule) string {

@@ -34,22 +34,22 @@ func TestDemoBrokerDecides(t *testing.T) {
 	direct := runDemo(t, ws, demo.Options{Direct: true})
 	brokered := runDemo(t, ws, demo.Options{Self: self})
 
-	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_1", "call_2", "call_4")
+	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_1", "call_3", "call_5")
 	if len(decided) != 6 {
-		t.Fatalf("the direct run has %d messages about call_1, call_2 and call_4, want 3 requests and 3 answers:\n%s", len(decided), lines(decided))
+		t.Fatalf("the direct run has %d messages about call_1, call_3 and call_5, want 3 requests and 3 answers:\n%s", len(decided), lines(decided))
 	}
 	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
 
 	editorSide, brokerSide := splitByBroker(brokered.Entries)
 	sameMessages(t, "the transcript's messages to and from the editor", brokered.Editor, editorSide)
 
-	// The "always" answer to call_3 was remembered as one entry, which then
-	// answered call_4.
-	id := rememberedAs(t, brokered, "call_3")
+	// The "always" answer to call_4 was remembered as one entry, which then
+	// answered call_5.
+	id := rememberedAs(t, brokered, "call_4")
 	if !slices.ContainsFunc(editorSide, func(e demo.Entry) bool {
-		return strings.Contains(string(e.Raw), `"toolCallId":"call_3"`) && strings.HasSuffix(e.Note, "; remembered as "+id)
+		return strings.Contains(string(e.Raw), `"toolCallId":"call_4"`) && strings.HasSuffix(e.Note, "; remembered as "+id)
 	}) {
-		t.Errorf("the transcript does not say that call_3's answer was remembered as %s:\n%s", id, lines(editorSide))
+		t.Errorf("the transcript does not say that call_4's answer was remembered as %s:\n%s", id, lines(editorSide))
 	}
 
 	want := []struct {
@@ -91,18 +91,18 @@ func TestDemoBrokerWithoutRulesDecidesOnlyRemembered(t *testing.T) {
 	direct := runDemo(t, ws, demo.Options{Direct: true})
 	brokered := runDemo(t, ws, demo.Options{Self: self, NoRules: true})
 
-	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_4")
+	wantEditor, decided := withoutPermissionRequests(direct.Editor, "call_5")
 	if len(decided) != 2 {
-		t.Fatalf("the direct run has %d messages about call_4, want a request and its answer:\n%s", len(decided), lines(decided))
+		t.Fatalf("the direct run has %d messages about call_5, want a request and its answer:\n%s", len(decided), lines(decided))
 	}
 	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
 	editorSide, brokerSide := splitByBroker(brokered.Entries)
 	sameMessages(t, "the transcript's messages to and from the editor", wantEditor, editorSide)
 
-	id := rememberedAs(t, brokered, "call_3")
+	id := rememberedAs(t, brokered, "call_4")
 	if len(brokerSide) != 2 || !bytes.Equal(brokerSide[0].Raw, decided[0].Raw) || !jsonEqual(brokerSide[1].Raw, decided[1].Raw) ||
 		!regexp.MustCompile("^"+rememberedNote(id)+"$").MatchString(brokerSide[1].Note) {
-		t.Errorf("the broker's own messages:\n%s\nwant call_4's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)
+		t.Errorf("the broker's own messages:\n%s\nwant call_5's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)
 	}
 }
 

@@ -38,9 +38,9 @@ const (
 // The agent supports initialize, session/new, session/prompt and
 // session/cancel. Every prompt plays the same scripted turn: it streams a few
 // message chunks, announces a shell command ("git status") and asks
-// permission to run it, reads and writes files in the session's cwd through
-// the editor (if the editor advertised the fs capabilities), asks permission
-// to force-push, asks permission to run the tests twice ("npm test"), asks
+// permission to run it, reads NOTES.md and, once allowed, writes status.txt
+// in the session's cwd through the editor (if the editor advertised the fs
+// capabilities), asks permission to force-push, asks permission to run the tests twice ("npm test"), asks
 // permission to edit NOTES.md, and ends the turn. A
 // refusal ends only the step it refuses. It never runs a command and never
 // touches a file itself.
@@ -226,9 +226,38 @@ func (t *turn) play(ctx context.Context) error {
 		oldNotes = r.Content
 	}
 	if t.fs.WriteTextFile {
+		// Asked first, as real agents do: a broker lets through the writes
+		// that an answer allowed, and asks about any other itself.
 		status := filepath.Join(t.cwd, statusFile)
-		if _, err := t.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: t.sid, Path: status, Content: gitStatusOutput}); err != nil {
-			return fmt.Errorf("writing %s: %w", status, err)
+		write := acp.ToolCallUpdate{
+			ToolCallId: "call_2",
+			Title:      acp.Ptr("Write " + statusFile),
+			Kind:       acp.Ptr(acp.ToolKindEdit),
+			Status:     acp.Ptr(acp.ToolCallStatusPending),
+			Locations:  []acp.ToolCallLocation{{Path: status}},
+			RawInput:   map[string]any{"file_path": status},
+		}
+		if err := t.update(ctx, acp.StartToolCall(write.ToolCallId, *write.Title,
+			acp.WithStartKind(*write.Kind),
+			acp.WithStartStatus(*write.Status),
+			acp.WithStartLocations(write.Locations),
+			acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(status, gitStatusOutput)}),
+			acp.WithStartRawInput(write.RawInput))); err != nil {
+			return err
+		}
+		allowed, err := t.ask(ctx, write)
+		if err != nil {
+			return err
+		}
+		end := acp.ToolCallStatusFailed
+		if allowed {
+			if _, err := t.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: t.sid, Path: status, Content: gitStatusOutput}); err != nil {
+				return fmt.Errorf("writing %s: %w", status, err)
+			}
+			end = acp.ToolCallStatusCompleted
+		}
+		if err := t.finish(ctx, write.ToolCallId, end, ""); err != nil {
+			return err
 		}
 	}
 	if err := t.say(ctx, "The working tree is clean. ", "I'll force-push main so that origin matches it."); err != nil {
@@ -238,7 +267,7 @@ func (t *turn) play(ctx context.Context) error {
 	// A dangerous command. A refusal ends only this step. The agent cannot
 	// tell who refused (the broker is invisible to it), so it says only
 	// that the push was refused.
-	push := command("call_2", forcePush)
+	push := command("call_3", forcePush)
 	allowed, err = t.announceAndAsk(ctx, push)
 	if err != nil {
 		return err
@@ -261,8 +290,8 @@ func (t *turn) play(ctx context.Context) error {
 		call   acp.ToolCallUpdate
 		output string
 	}{
-		{command("call_3", npmTest), "12 tests passed\n"},
-		{command("call_4", npmTestCoverage), "12 tests passed; 87% of statements covered\n"},
+		{command("call_4", npmTest), "12 tests passed\n"},
+		{command("call_5", npmTestCoverage), "12 tests passed; 87% of statements covered\n"},
 	} {
 		allowed, err := t.announceAndAsk(ctx, c.call)
 		if err != nil {
@@ -288,7 +317,7 @@ func (t *turn) play(ctx context.Context) error {
 	// An edit: announced with its diff, then asked about.
 	newNotes := strings.TrimRight(oldNotes, "\n") + "\n- The working tree is clean.\n"
 	edit := acp.ToolCallUpdate{
-		ToolCallId: "call_5",
+		ToolCallId: "call_6",
 		Title:      acp.Ptr("Edit " + notesFile),
 		Kind:       acp.Ptr(acp.ToolKindEdit),
 		Status:     acp.Ptr(acp.ToolCallStatusPending),

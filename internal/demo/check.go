@@ -23,27 +23,29 @@ type expectation struct {
 	remembers, fromRemembered bool
 }
 
-// expected returns how the agent's five permission requests must end. The
-// editor's script allows git status once, allows the first npm test always
-// and the second once, and rejects the force push and the edit. With the
+// expected returns how the agent's six permission requests must end. The
+// editor's script allows git status and the writing of status.txt once,
+// allows the first npm test always and the second once, and rejects the
+// force push and the edit. With the
 // demo's rules, the broker allows git status and denies the force push
 // itself, and the editor never sees them. Any broker remembers the "always"
 // answer and allows the second npm test itself, with its allow_once option.
 func expected(rulesDecide, brokered bool) []expectation {
 	want := []expectation{
 		{toolCallID: "call_1", title: "git status", optionKind: "allow_once", by: Editor},
-		{toolCallID: "call_2", title: forcePush, optionKind: "reject_once", by: Editor},
-		{toolCallID: "call_3", title: npmTest, optionKind: "allow_always", by: Editor},
-		{toolCallID: "call_4", title: npmTestCoverage, optionKind: "allow_once", by: Editor},
-		{toolCallID: "call_5", title: "Edit " + notesFile, optionKind: "reject_once", by: Editor},
+		{toolCallID: "call_2", title: "Write " + statusFile, optionKind: "allow_once", by: Editor},
+		{toolCallID: "call_3", title: forcePush, optionKind: "reject_once", by: Editor},
+		{toolCallID: "call_4", title: npmTest, optionKind: "allow_always", by: Editor},
+		{toolCallID: "call_5", title: npmTestCoverage, optionKind: "allow_once", by: Editor},
+		{toolCallID: "call_6", title: "Edit " + notesFile, optionKind: "reject_once", by: Editor},
 	}
 	if rulesDecide {
 		want[0].by, want[0].ruleID = Broker, "git-status"
-		want[1].by, want[1].ruleID = Broker, "no-force-push"
+		want[2].by, want[2].ruleID = Broker, "no-force-push"
 	}
 	if brokered {
-		want[2].remembers = true
-		want[3].by, want[3].fromRemembered = Broker, true
+		want[3].remembers = true
+		want[4].by, want[4].fromRemembered = Broker, true
 	}
 	return want
 }
@@ -130,9 +132,9 @@ func checkAnswers(got []Permission, want []expectation) error {
 
 // checkAudit verifies the broker's audit log: one record per permission
 // request, in order, saying who decided it, and one for the agent's
-// fs/write_text_file, which no deny rule stopped. The request the broker
-// answered from a remembered answer must name the entry that the "always"
-// answer was remembered as.
+// fs/write_text_file, which the editor's answer to call_2 let through. The
+// request the broker answered from a remembered answer must name the entry
+// that the "always" answer was remembered as.
 func checkAudit(records []AuditRecord, want []expectation) error {
 	var perms []AuditRecord
 	writes := 0

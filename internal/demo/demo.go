@@ -357,7 +357,7 @@ func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
 			b.WriteString(", removed at the end")
 		}
 		b.WriteString("\n\n")
-		b.WriteString("The editor allows git status once, the first npm test always and the second\nonce, and rejects the force push and the edit.\n\n")
+		b.WriteString("The editor allows git status and the writing of status.txt once, the first\nnpm test always and the second once, and rejects the force push and the edit.\n\n")
 		b.WriteString(`Each line is one JSON-RPC message, as the editor sent or received it;
 "↳" marks the answer to a request.
 
@@ -395,9 +395,10 @@ func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
 	b.WriteString(`The editor starts the broker in place of the agent; the broker starts the
 agent and relays every message both ways, byte for byte. A permission
 request that a rule allows or denies, the broker answers itself; every
-other request goes to the editor, which rejects the edit and allows the
-first npm test "always": the broker remembers that answer and applies it to
-the second npm test itself.
+other request goes to the editor, which allows writing status.txt (so the
+broker lets the agent's write of it through), rejects the edit and allows
+the first npm test "always": the broker remembers that answer and applies it
+to the second npm test itself.
 
 Each line is one JSON-RPC message, in the order the broker handled it (from
 its --trace file); "↳" marks the answer to a request. "agent → broker" is

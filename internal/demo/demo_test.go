@@ -41,14 +41,16 @@ func TestRunDirect(t *testing.T) {
 		"\nagent → editor   ↳ session/new                 sessionId \"sess_1\"\n",
 		"\nagent → editor   session/request_permission    call_1 execute \"git status\"; ",
 		"\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n",
-		"\nagent → editor   session/request_permission    call_2 execute \"git push --force origin main\"; ",
+		"\nagent → editor   session/request_permission    call_2 edit \"Write status.txt\"; ",
+		"\nagent → editor   session/request_permission    call_3 execute \"git push --force origin main\"; ",
 		"\nagent → editor   session/update                agent_message_chunk \"The force push was refused, so I did not push. \"\n",
-		"\nagent → editor   session/request_permission    call_3 execute \"npm test -- --watch=false\"; ",
+		"\nagent → editor   session/request_permission    call_4 execute \"npm test -- --watch=false\"; ",
 		"\neditor → agent   ↳ session/request_permission  selected \"allow-always\" (allow_always)\n",
-		"\nagent → editor   session/request_permission    call_4 execute \"npm test -- --coverage\"; ",
-		"\nagent → editor   session/request_permission    call_5 edit \"Edit NOTES.md\"; ",
+		"\nagent → editor   session/request_permission    call_5 execute \"npm test -- --coverage\"; ",
+		"\nagent → editor   session/request_permission    call_6 edit \"Edit NOTES.md\"; ",
 		"\nagent → editor   ↳ session/prompt              stopReason end_turn\n",
 		"\n    git status (execute): allow_once, chosen by the editor\n",
+		"\n    Write status.txt (edit): allow_once, chosen by the editor\n",
 		"\n    git push --force origin main (execute): reject_once, chosen by the editor\n",
 		"\n    npm test -- --watch=false (execute): allow_always, chosen by the editor\n",
 		"\n    npm test -- --coverage (execute): allow_once, chosen by the editor\n",
@@ -62,8 +64,8 @@ func TestRunDirect(t *testing.T) {
 	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"reject\" (reject_once)\n"); n != 2 {
 		t.Errorf("the editor rejected %d requests, want 2:\n%s", n, out)
 	}
-	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n"); n != 2 {
-		t.Errorf("the editor allowed %d requests once, want 2 (git status and the second npm test):\n%s", n, out)
+	if n := strings.Count(out, "\neditor → agent   ↳ session/request_permission  selected \"allow-once\" (allow_once)\n"); n != 3 {
+		t.Errorf("the editor allowed %d requests once, want 3 (git status, the write of status.txt and the second npm test):\n%s", n, out)
 	}
 	for _, unwanted := range []string{"broker exited", "broker decided", "→ broker", "broker →", "<tmp>", " — "} {
 		if strings.Contains(out, unwanted) {

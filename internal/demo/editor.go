@@ -12,8 +12,9 @@ import (
 )
 
 // scriptedEditor answers the agent's requests the way a person at an editor
-// might: it allows shell commands once, except a force push, and rejects
-// everything else; the first "npm test" it allows always. It chooses permission options by their kind, never by
+// might: it allows shell commands once, except a force push, and the
+// writing of status.txt, and rejects everything else; the first "npm test"
+// it allows always. It chooses permission options by their kind, never by
 // id, since ids differ from agent to agent. It serves file requests only
 // inside its workspace.
 type scriptedEditor struct {
@@ -38,14 +39,15 @@ func newScriptedEditor(workspace string) *scriptedEditor {
 
 // preferredOptions is the editor's script: the option kinds it picks for a
 // tool call, best first. The person it plays allows a shell command once,
-// unless it force-pushes, and rejects everything else; the first time it is
+// unless it force-pushes, and the writing of status.txt once, and rejects
+// everything else; the first time it is
 // asked to run "npm test", it allows it always. (An editor with no broker
 // in front asks again, and is then allowed once.)
 func preferredOptions(kind acp.ToolKind, title string, saidAlways bool) []acp.PermissionOptionKind {
 	if kind == acp.ToolKindExecute && strings.HasPrefix(title, "npm test") && !saidAlways {
 		return []acp.PermissionOptionKind{acp.PermissionOptionKindAllowAlways, acp.PermissionOptionKindAllowOnce}
 	}
-	if kind == acp.ToolKindExecute && !strings.Contains(title, "--force") {
+	if kind == acp.ToolKindExecute && !strings.Contains(title, "--force") || kind == acp.ToolKindEdit && title == "Write "+statusFile {
 		return []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce}
 	}
 	return []acp.PermissionOptionKind{acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways}

@@ -152,6 +152,26 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if _, err := a.conn.WriteTextFile(ctx, acp.WriteTextFileRequest{SessionId: p.SessionId, Path: path, Content: read.Content + "edited\n"}); err != nil {
 		return acp.PromptResponse{}, err
 	}
+	// Asked first, as for the edit: a broker runs what the editor allowed.
+	run, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: p.SessionId,
+		ToolCall: acp.ToolCallUpdate{
+			ToolCallId: "call_2",
+			Title:      acp.Ptr("make deploy"),
+			Kind:       acp.Ptr(acp.ToolKindExecute),
+			RawInput:   map[string]any{"command": "make deploy"},
+		},
+		Options: []acp.PermissionOption{
+			{OptionId: "allow-once", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: "reject", Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	if run.Outcome.Selected == nil || run.Outcome.Selected.OptionId != "allow-once" {
+		return acp.PromptResponse{StopReason: acp.StopReasonRefusal}, nil
+	}
 	term, err := a.conn.CreateTerminal(ctx, acp.CreateTerminalRequest{SessionId: p.SessionId, Command: "make", Args: []string{"deploy"}})
 	if err != nil {
 		return acp.PromptResponse{}, err
