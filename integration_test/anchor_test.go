@@ -146,6 +146,44 @@ func TestAnchorsAcceptEdits(t *testing.T) {
 	})
 }
 
+// TestDefendModes: the writes and terminals an agent sends without asking
+// are decided in the broker's mode too: accept-edits lets a write inside the
+// session's directories through and asks about one outside; plan refuses
+// both.
+func TestDefendModes(t *testing.T) {
+	t.Parallel()
+	t.Run("accept-edits", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: decideRules, args: []string{"--mode", "accept-edits"}})
+		d.step(t, "inside", func() {
+			d.forwardedAtOnce(writeReq(`1`, "$CWD/README.md"), `{"jsonrpc":"2.0","id":1,"result":null}`)
+		})
+		d.step(t, "in_an_additional_directory", func() {
+			d.forwardedAtOnce(writeReq(`2`, "$LIB/x.go"), `{"jsonrpc":"2.0","id":2,"result":null}`)
+		})
+		d.step(t, "gitconfig", func() {
+			d.heldAsked(d.t, writeReq(`3`, "$HOME/.gitconfig"), homeDir+"/.gitconfig", "reject_once", "")
+		})
+		d.step(t, "a_terminal_is_no_edit", func() {
+			d.heldAsked(d.t, terminalReq(`4`, `"command":"make","cwd":"$CWD"`), "make", "reject_once", "")
+		})
+		d.finish()
+	})
+	t.Run("plan", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: decideRules, args: []string{"--mode", "plan"}})
+		d.step(t, "write", func() {
+			if msg := d.refused(writeReq(`1`, "$CWD/README.md")); !strings.Contains(msg, "plan") {
+				d.t.Errorf("error message %q does not name the mode", msg)
+			}
+		})
+		d.step(t, "terminal_a_rule_allows", func() {
+			d.refused(terminalReq(`2`, `"command":"git","args":["status"],"cwd":"$CWD"`))
+		})
+		d.finish()
+	})
+}
+
 // TestAnchorsTerminalCwd: a terminal/create whose cwd is outside the
 // session's directories is asked with the broker's own prompt even when a
 // rule allows its command; inside them, the rule applies.
