@@ -268,3 +268,29 @@ func TestEditorIsAskedWhenEveryChannelFails(t *testing.T) {
 	s.EditorToAgent(allowOnce)
 	s.Finish()
 }
+
+// TestChannelAllowCoversTheTerminal: a permission request a channel allowed
+// covers the terminal/create of the same command that follows it, once, as
+// an editor's allow does; the one after is asked by the broker.
+func TestChannelAllowCoversTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	script := execChannel(t, dir, `echo '{"decision":"allow_once"}'`)
+	s, _ := channelBroker(t, channelCfg("channels", "", script))
+	s.AgentSend(testPermission(2, "make build"))
+	s.AgentExpect(allowOnce)
+	terminal := `{"jsonrpc":"2.0","id":3,"method":"terminal/create","params":{"sessionId":"s1","command":"make","args":["build"]}}`
+	s.AgentToEditor(terminal)
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":3,"result":{"terminalId":"t"}}`)
+	// The same terminal again: not covered, so the broker asks, here on the
+	// channel, which allows it; only then does the editor get it.
+	s.AgentSend(strings.Replace(terminal, `"id":3`, `"id":4`, 1))
+	if got := s.EditorRecv(); !strings.Contains(got, `"sessionUpdate":"tool_call"`) || !strings.Contains(got, "acp-broker-terminal-") {
+		t.Fatalf("want the broker's own tool call for the second terminal, got %s", clip(got))
+	}
+	if got := s.EditorRecv(); !strings.Contains(got, `"tool_call_update"`) || !strings.Contains(got, `"completed"`) {
+		t.Fatalf("want the held terminal's view closed as allowed, got %s", clip(got))
+	}
+	s.EditorExpect(strings.Replace(terminal, `"id":3`, `"id":4`, 1))
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":4,"result":{"terminalId":"t2"}}`)
+	s.Finish()
+}
