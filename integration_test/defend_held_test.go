@@ -234,7 +234,13 @@ func TestDefendAskedThroughTheBroker(t *testing.T) {
 		}},
 		{"the_same_command_with_an_environment_is_asked", func() {
 			d.asked(claudeBash(`15`, "toolu_15", "make check"), answer(`15`, "allow"))
-			d.heldAsked(d.t, terminalReq(`16`, `"command":"make","args":["check"],"cwd":"$CWD","env":[{"name":"LD_PRELOAD","value":"$ROOT/evil.so"}]`), "make check", "reject_once", "")
+			d.heldAsked(d.t, terminalReq(`16`, `"command":"make","args":["check"],"cwd":"$CWD","env":[{"name":"CGO_ENABLED","value":"0"}]`), "make check", "reject_once", "")
+		}},
+		{"an_environment_that_runs_code_is_refused", func() {
+			msg := d.refusedUnrun(terminalReq(`33`, `"command":"git","args":["status"],"cwd":"$CWD","env":[{"name":"LD_PRELOAD","value":"$ROOT/evil.so"}]`))
+			if !strings.Contains(msg, "assigns LD_PRELOAD") {
+				d.t.Errorf("error message %q does not name the variable", msg)
+			}
 		}},
 		{"a_command_line_that_differs_in_quoting_is_asked", func() {
 			d.asked(claudeBash(`17`, "toolu_17", "make bench"), answer(`17`, "allow"))

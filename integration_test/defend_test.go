@@ -139,8 +139,14 @@ func TestDefendTerminal(t *testing.T) {
 			// An environment changes what a program does: no allow rule
 			// matches it. Nor is it forwarded unasked.
 			name: "allowed_command_with_an_environment_not_forwarded_unasked",
-			req:  `{"jsonrpc":"2.0","id":10,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["status"],"env":[{"name":"GIT_EXTERNAL_DIFF","value":"./evil"}],"cwd":"$CWD"}}`,
+			req:  `{"jsonrpc":"2.0","id":10,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["status"],"env":[{"name":"TZ","value":"UTC"}],"cwd":"$CWD"}}`,
 			held: "git status",
+		},
+		{
+			// One that makes git run a program of its choosing: refused.
+			name: "allowed_command_with_an_environment_that_runs_code_refused",
+			req:  `{"jsonrpc":"2.0","id":11,"method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["diff"],"env":[{"name":"GIT_EXTERNAL_DIFF","value":"./evil"}],"cwd":"$CWD"}}`,
+			want: []string{"cannot see", "assigns GIT_EXTERNAL_DIFF"},
 		},
 	} {
 		if !d.step(t, c.name, func() {

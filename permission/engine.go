@@ -335,15 +335,14 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 	}
 	raw, _ := json.Marshal(input)
 	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": raw}, func(req *rules.Request) string {
-		if len(params.Env) > 0 && req.Script != nil {
-			// The environment changes what a program does, as VAR=x does:
-			// no allow rule matches it, and no permission request, which
-			// never shows an environment, covers it.
-			for i := range req.Script.Commands {
-				for _, v := range params.Env {
-					req.Script.Commands[i].Assigns = append(req.Script.Commands[i].Assigns, v.Name+"="+v.Value)
-				}
+		if len(params.Env) > 0 {
+			// The environment changes what a program does, as VAR=x does;
+			// no permission request, which never shows one, covers it.
+			var vars []string
+			for _, v := range params.Env {
+				vars = append(vars, v.Name+"="+v.Value)
 			}
+			req.AddEnvironment(vars)
 			return ""
 		}
 		what, _ := commandApproval(req.Command, req.Dir)
@@ -366,9 +365,9 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 //   - anything else is asked with the broker's own prompt (askOwn), and
 //     forwarded, unchanged, only if the answer allows it.
 //
-// approval says what answer would cover the request ("" for none) and may
-// add to what the rules judge of it.
-func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage, approval func(*rules.Request) string) {
+// prepare completes the request the rules judge (a terminal's environment)
+// and says which approval would cover it ("" for none).
+func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage, prepare func(*rules.Request) string) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
 	// refuse answers with an error saying why; the audit line says the
 	// same unless the record already has a reason.
@@ -393,7 +392,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		return
 	}
 	req := rules.ReadToolCall(fields, e.context(c.Session, mode))
-	what := approval(req)
+	what := prepare(req)
 	describe(&rec, req)
 	judged := p.Decide(req)
 	v := rules.ApplyMode(judged, req, mode)

@@ -152,6 +152,38 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	return r
 }
 
+// AddEnvironment gives the request's commands an environment of NAME=value
+// variables (terminal/create's env), as if each had them as VAR=x prefixes:
+// no allow rule matches a command with one, and a variable that changes
+// which program runs or makes it run code (PATH, LD_PRELOAD, BASH_ENV, …),
+// or a name no shell would take, makes the command opaque.
+func (r *Request) AddEnvironment(vars []string) {
+	if r.Script == nil {
+		return
+	}
+	for i := range r.Script.Commands {
+		c := &r.Script.Commands[i]
+		for _, v := range vars {
+			name, _, _ := strings.Cut(v, "=")
+			c.Assigns = append(c.Assigns, v)
+			c.Opaque = appendUnique(c.Opaque, dangerousVariable(name)...)
+			if !validName(name) {
+				c.Opaque = appendUnique(c.Opaque, fmt.Sprintf("an environment variable named %q", name))
+			}
+		}
+	}
+}
+
+// validName reports whether a shell takes name as a variable's name.
+func validName(name string) bool {
+	for i, ch := range name {
+		if !(ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
 // addWorkDir makes a directory of the request's own outside the session's
 // directories an access of its own, so that only a rule naming it can allow
 // the request to act there. Inside them, it is the session's own place.
