@@ -195,8 +195,11 @@ func (r *Request) addWorkDir() {
 			resolvedRoots = append(resolvedRoots, resolvePath(filepath.Clean(root)))
 		}
 	}
+	// The session's directories as given or as their links resolve: an
+	// agent may name either.
+	inside := func(dir string) bool { return under(dir, roots) || under(dir, resolvedRoots) }
 	resolved := resolvePath(r.Dir)
-	if under(r.Dir, roots) && (under(resolved, roots) || under(resolved, resolvedRoots)) {
+	if inside(r.Dir) && inside(resolved) {
 		return
 	}
 	for i, have := range r.Paths {

@@ -23,9 +23,11 @@ func TestRequestDirectoryNeverMovesTheSessionsAnchors(t *testing.T) {
 		must(t, os.MkdirAll(d, 0o755))
 	}
 	// A link in the project that leads out of it, and one outside that
-	// leads into it.
+	// leads into it; and a session whose directory is a link.
 	must(t, os.Symlink(other, filepath.Join(repo, "out")))
 	must(t, os.Symlink(repo, filepath.Join(dir, "into")))
+	linked := filepath.Join(dir, "linked")
+	must(t, os.Symlink(repo, linked))
 
 	f, err := Parse("user.toml", User, `
 [[rule]]
@@ -102,6 +104,19 @@ path = "`+dir+`/builds/**"
 				t.Errorf("decision %s (%s: %s), want %s; parts %+v", v.Decision, v.Source, v.Reason, c.want, v.Parts)
 			}
 		})
+	}
+
+	// A session opened through a link: the agent may name its directory as
+	// the link resolves.
+	viaLink := Context{Cwd: linked, Home: home}
+	for _, cwd := range []string{repo, repo + "/src", linked + "/src"} {
+		req := ReadToolCall(toolCall(t, exec(cwd, "cat README.md")), viaLink)
+		if v := p.Decide(req); v.Decision != Allow {
+			t.Errorf("a command in %s, the session's directory through a link: %s (%s)", cwd, v.Decision, v.Reason)
+		}
+	}
+	if v := p.Decide(ReadToolCall(toolCall(t, exec(other, "cat README.md")), viaLink)); v.Decision != Ask {
+		t.Errorf("a command outside a linked session's directory: %s", v.Decision)
 	}
 
 	// Relative arguments and redirections are read where the command runs.
