@@ -1,7 +1,9 @@
 // Package permission decides, live, the agent's requests that the broker may
-// answer itself: session/request_permission from the rules and the mode, and
-// fs/write_text_file and terminal/create against deny rules and protected
-// paths as defense in depth. It keeps the rules fresh as their files change,
+// answer itself: session/request_permission from the rules and the mode, and,
+// as defense in depth, the fs/write_text_file and terminal/create requests
+// the agent sends without asking, which go on only when the rules allow them
+// or an allowed permission request of the agent covers them, and are asked
+// with the broker's own prompt otherwise. It keeps the rules fresh as their files change,
 // routes what they leave open to the editor and the notify channels (first
 // answer wins), remembers "always" answers, and writes the audit log.
 //
