@@ -153,7 +153,7 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 	}
 	options := []option{
 		{OptionID: "allow_once", Name: "Allow", Kind: "allow_once"},
-		{OptionID: "allow_always", Name: "Always allow", Kind: "allow_always"},
+		{OptionID: "allow_always", Name: "Always allow: " + alwaysCovers(req, "allow_always"), Kind: "allow_always"},
 		{OptionID: "reject_once", Name: "Reject", Kind: "reject_once"},
 	}
 	params := map[string]any{"sessionId": c.Session, "toolCall": toolCall, "options": options}
@@ -161,7 +161,7 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	h := &heldMCPCall{ctx: hctx, cancel: cancel, ed: ed, session: c.Session, params: params, raw: raw}
-	e.ask(h, permissionParams{SessionID: c.Session, ToolCall: raw, Options: options}, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember))
+	e.ask(h, permissionParams{SessionID: c.Session, ToolCall: raw, Options: options}, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember, nil))
 	<-hctx.Done()
 	// The editor's prompt, if it had one, is withdrawn before the held call
 	// is shown as ended.

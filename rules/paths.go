@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -240,6 +241,10 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 		}
 	}
 	writeOnly := append([]string{"**/.git", "**/.git/**"}, editorHomeConfigs...)
+	for _, exe := range brokerExecutable() {
+		writeOnly = append(writeOnly, escapeGlob(exe))
+		pp.markers = append(pp.markers, strings.ToLower(filepath.Base(exe)))
+	}
 	configDirs := []string{"~/.config"}
 	if xdg := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(xdg) {
 		configDirs = append(configDirs, escapeGlob(filepath.Clean(xdg)))
@@ -275,6 +280,21 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 	}
 	return pp
 }
+
+// brokerExecutable is the running broker's executable, as started and with
+// links resolved: rewriting it changes what every later session runs.
+var brokerExecutable = sync.OnceValue(func() []string {
+	exe, err := os.Executable()
+	if err != nil || !filepath.IsAbs(exe) {
+		return nil
+	}
+	exe = filepath.Clean(exe)
+	out := []string{exe}
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil && resolved != exe {
+		out = append(out, resolved)
+	}
+	return out
+})
 
 // holdsProtected reports whether a directory is one a protected path is in,
 // or above one: the directory of a protected pattern or one above it (~,

@@ -187,3 +187,36 @@ func TestProtectedArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerLaunchIsWriteProtected: issue 11 item 17. Writing the broker's
+// executable or an editor's agent configuration is asked whatever allows
+// it; reading them is not protected.
+func TestBrokerLaunchIsWriteProtected(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", "/home/u/xdg")
+	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\npath = [\"~/**\", \"/**\"]\n")
+	exe := brokerExecutable()
+	if len(exe) == 0 {
+		t.Fatal("no executable")
+	}
+	targets := append([]string{
+		"/home/u/.config/zed/settings.json", "/home/u/.config/zed/keymap.json", "/home/u/.config/zed", "/home/u/xdg/zed/settings.json",
+		"/home/u/.jetbrains/acp.json", "/home/u/.config/nvim/init.lua", "/home/u/.config/nvim/lua/plugins/acp.lua", "/home/u/xdg/nvim/init.lua",
+		"/home/u/.emacs", "/home/u/.emacs.el", "/home/u/.emacs.d/init.el", "/home/u/.config/emacs/init.el", "/home/u/xdg/emacs/init.el",
+		"/home/u/.CONFIG/Zed/settings.json",
+	}, exe...)
+	for _, path := range targets {
+		edit, _ := json.Marshal(map[string]any{"kind": "edit", "rawInput": map[string]string{"file_path": path}})
+		if v := decide(t, p, string(edit)); v.Decision != Ask || v.Source != "protected" {
+			t.Errorf("edit %s: %s (%s: %s), want ask (protected)", path, v.Decision, v.Source, v.Reason)
+		}
+		read, _ := json.Marshal(map[string]any{"kind": "read", "locations": []map[string]string{{"path": path}}})
+		if v := decide(t, p, string(read)); v.Decision != Allow {
+			t.Errorf("read %s: %s (%s: %s), want allowed", path, v.Decision, v.Source, v.Reason)
+		}
+		if reason, ok := p.Protected(ReadToolCallJSON(edit, Context{Cwd: testCwd, Home: testHome})); !ok {
+			t.Errorf("edit %s: not protected for fs/write_text_file", path)
+		} else if reason == "" {
+			t.Errorf("edit %s: protected without a reason", path)
+		}
+	}
+}

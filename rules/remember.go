@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -187,6 +189,33 @@ func Derive(req *Request, decision Decision) ([]Entry, string) {
 		out = append(out, Entry{Decision: decision, Tool: req.ToolName, Title: req.Title, Shape: "title", Kind: req.Kind})
 	}
 	return slices.CompactFunc(out, func(a, b Entry) bool { return a.key() == b.key() }), ""
+}
+
+// SameRequest reports whether two readings of a tool call ask the same
+// thing: kind, tool, title, commands, paths (as given, absolute and
+// resolved), URLs, MCP tool, and what could not be read. "Always" is
+// remembered only when the tool call the human answered is the one the
+// decision was made on.
+func SameRequest(a, b *Request) bool {
+	fa, errA := a.fingerprint()
+	fb, errB := b.fingerprint()
+	return errA == nil && errB == nil && bytes.Equal(fa, fb)
+}
+
+func (r *Request) fingerprint() ([]byte, error) {
+	urls := make([]string, len(r.URLs))
+	for i, u := range r.URLs {
+		urls[i] = u.Raw
+	}
+	return json.Marshal(struct {
+		Kind, ToolName, Title string
+		Script                *Script
+		Paths                 []PathAccess
+		URLs                  []string
+		MCP                   *MCPTool
+		NotUnderstood         []string
+		Conflicts             []string
+	}{r.Kind, r.ToolName, r.Title, r.Script, r.Paths, urls, r.MCP, r.NotUnderstood, r.Conflicts})
 }
 
 // rule turns an entry into the rule it stands for.
