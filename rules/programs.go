@@ -174,7 +174,8 @@ var subcommandPrograms = map[string]map[string]subcommand{
 	"git": {
 		"status": {unsafe: gitUnsafe}, "log": {unsafe: gitUnsafe}, "diff": {unsafe: gitUnsafe}, "show": {unsafe: gitUnsafe},
 		"blame": {unsafe: gitUnsafe}, "add": {unsafe: gitUnsafe}, "commit": {unsafe: gitUnsafe},
-		"push": {unsafe: gitUnsafe}, "fetch": {unsafe: gitUnsafe}, "pull": {unsafe: gitUnsafe},
+		// Not pull: `git pull URL` merges anyone's files into the project.
+		"push": {unsafe: gitUnsafe}, "fetch": {unsafe: gitUnsafe},
 		"switch": {unsafe: gitUnsafe}, "ls-files": {unsafe: gitUnsafe}, "shortlog": {unsafe: gitUnsafe},
 	},
 	"npm":  npmLike("npm"),
@@ -281,6 +282,8 @@ var writers = map[string]writer{
 	"cargo": {options: []string{"-C", "--target-dir", "--artifact-dir", "--out-dir", "--root"}},
 	"go":    {options: []string{"-C", "-o"}},
 	"dd":    {options: []string{"of"}},
+	"curl":  {options: []string{"-o", "--output", "--output-dir"}},
+	"wget":  {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
 }
 
 // dirOptions make any program act in another directory; their value is a
@@ -327,9 +330,18 @@ func destinations(argv []string) []string {
 	var out, operands []string
 	active := len(w.when) == 0
 	endOfOptions := false
+	clustered := false // a writer's short option inside a cluster (`tar -xvC DIR`)
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
+		if !endOfOptions && slices.ContainsFunc(w.options, func(o string) bool { return inCluster(arg, o, prog == "tar" && i == 0) }) {
+			// Which following word is its value depends on the cluster's
+			// order: every word after it counts.
+			clustered = true
+		}
 		if endOfOptions || !strings.HasPrefix(arg, "-") || arg == "-" {
+			if clustered {
+				out = append(out, arg)
+			}
 			if value, ok := strings.CutPrefix(arg, "of="); ok && prog == "dd" {
 				out = append(out, value)
 				continue
@@ -376,6 +388,19 @@ func destinations(argv []string) []string {
 		}
 	}
 	return out
+}
+
+// inCluster reports whether arg is a cluster of short options that holds
+// the short option o other than at its start (`-xvC`); bare is tar's old
+// style, a first argument without the dash (`xvCf`).
+func inCluster(arg, o string, bare bool) bool {
+	if len(o) != 2 || o[1] == '-' {
+		return false
+	}
+	if bare && !strings.HasPrefix(arg, "-") {
+		return strings.IndexByte(arg, o[1]) >= 0
+	}
+	return len(arg) > 2 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[2:], o[1]) >= 0
 }
 
 // hasOption reports whether arg is option o, with a value or, for a short

