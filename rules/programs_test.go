@@ -224,3 +224,22 @@ func TestBrokerLaunchIsWriteProtected(t *testing.T) {
 		}
 	}
 }
+
+// TestOddRememberedPrefixesCoverNothing: a store edited by hand (or by an
+// attacker with a stale broker) with prefixes that are not one simple
+// command loads without a panic and allows nothing.
+func TestOddRememberedPrefixesCoverNothing(t *testing.T) {
+	for _, pattern := range []string{"*", "git *", "git push; rm *", "'' *", "git push && sh *"} {
+		e := Entry{ID: "r1", Decision: Allow, Scope: "user", Command: pattern}
+		r, err := e.rule("remembered.toml")
+		if err != nil {
+			continue // refused when loaded: nothing applies
+		}
+		p := NewPolicy([]*File{{Path: "remembered.toml", Layer: Remembered, Trusted: true, Rules: []*Rule{r}}}, testHome, nil)
+		for _, cmd := range []string{"git push origin main", "rm -rf x", "sh -c id", "git status"} {
+			if v := decide(t, p, cmdCall(cmd)); v.Decision == Allow {
+				t.Errorf("entry %q allowed %q", pattern, cmd)
+			}
+		}
+	}
+}

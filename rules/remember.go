@@ -235,7 +235,11 @@ func (e Entry) rule(file string) (*Rule, error) {
 		if prefix, ok := strings.CutSuffix(e.Command, " *"); ok && e.Decision == Allow {
 			// What the prefix stands for is checked on every command it
 			// matches, by the programs table.
-			r.prefixWords = len(ParseShell(prefix).Commands[0].Argv)
+			// A prefix that is not one simple command covers nothing.
+			r.prefixWords = 1
+			if words := ParseShell(prefix).Commands; len(words) == 1 && len(words[0].Argv) > 1 {
+				r.prefixWords = len(words[0].Argv)
+			}
 		}
 	case e.Path != "":
 		if !filepath.IsAbs(e.Path) {
