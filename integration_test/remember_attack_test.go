@@ -283,11 +283,13 @@ func (d *decider) forwarded(req string) {
 // TestBrokerLaunchIsProtected: issue 11 item 17. fs/write_text_file to the
 // broker's executable or to an editor's agent configuration is refused and
 // never reaches the editor; an edit permission to them is asked even with an
-// allow rule for every path; reading them is not protected.
+// allow rule for every path, and a command writing them is asked with an
+// allow rule for the program (refused as a terminal); reading them is not
+// protected.
 func TestBrokerLaunchIsProtected(t *testing.T) {
 	t.Parallel()
 	xdg := filepath.Join(t.TempDir(), "xdg")
-	d := startDecider(t, deciderOptions{rules: "[[rule]]\ndecision = \"allow\"\npath = [\"~/**\", \"/**\"]\n", env: []string{"XDG_CONFIG_HOME=" + xdg}})
+	d := startDecider(t, deciderOptions{rules: "[[rule]]\ndecision = \"allow\"\npath = [\"~/**\", \"/**\"]\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"tee *\"]\n", env: []string{"XDG_CONFIG_HOME=" + xdg}})
 	resolved, err := filepath.EvalSymlinks(brokerBin)
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +310,10 @@ func TestBrokerLaunchIsProtected(t *testing.T) {
 		d.bothAsked(permission(id, fmt.Sprintf(`{"toolCallId":"e%d","kind":"edit","title":"Edit","rawInput":{"file_path":"%s","new_string":"x"}}`, i, p), claudeOptions), answer(id, "reject"), "XDG_CONFIG_HOME="+xdg)
 		id = fmt.Sprint(200 + i)
 		d.bothDecided(permission(id, fmt.Sprintf(`{"toolCallId":"r%d","kind":"read","title":"Read","locations":[{"path":"%s"}]}`, i, p), claudeOptions), "allow", "XDG_CONFIG_HOME="+xdg)
+		// A command that writes it, with an allow rule for the program.
+		id = fmt.Sprint(300 + i)
+		d.bothAsked(permission(id, execCall(fmt.Sprintf("c%d", i), "cp evil "+path), claudeOptions), answer(id, "reject"), "XDG_CONFIG_HOME="+xdg)
+		d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"term%d","method":"terminal/create","params":{"sessionId":"sess_1","command":"tee","args":["%s"],"cwd":"$CWD"}}`, i, p))
 	}
 	d.finish()
 	if _, err := os.Stat(filepath.Join(homeDir, ".emacs")); err == nil {
