@@ -353,7 +353,12 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	if len(c.Argv) == 0 {
 		return "", "", false
 	}
-	writes := !readsOnly(c.Argv)
+	// What the program is, past wrappers: `nice cp -r x .` is cp.
+	argv := c.Normalized()
+	if len(argv) == 0 {
+		argv = c.Argv
+	}
+	writes := !readsOnly(argv)
 	for _, arg := range c.Argv[1:] {
 		candidates := []string{arg}
 		if _, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
@@ -377,8 +382,11 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			}
 		}
 	}
+	if !writes {
+		return "", "", false
+	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
-	for _, dest := range destinations(c.Argv) {
+	for _, dest := range destinations(argv) {
 		abs, ok := absPath(dest, req.ctx.Cwd, p.home)
 		if !ok {
 			continue

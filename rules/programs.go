@@ -296,6 +296,7 @@ var readers = []string{
 	"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
 	"file", "stat", "tree", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
 	"realpath", "basename", "dirname", "od", "xxd", "hexdump", "strings", "nl",
+	"echo", "printf", "which", "type", "test", "[", "pwd", "jq",
 }
 
 // gitReaders are git subcommands that only read.

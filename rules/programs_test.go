@@ -160,7 +160,7 @@ func TestProtectedArguments(t *testing.T) {
 	must(t, err)
 	other := filepath.Join(dir, "other-repo")
 	must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
-	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"mv *\", \"tar *\", \"rm *\", \"ls *\", \"grep *\", \"cat *\", \"git *\", \"unzip *\", \"rsync *\", \"make *\", \"find *\", \"python3 *\", \"tee *\", \"chmod *\", \"ln *\", \"install *\", \"sed *\", \"dd *\", \"touch *\", \"go *\", \"cargo *\", \"npm *\", \"curl *\", \"wget *\"]\n")
+	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"mv *\", \"tar *\", \"rm *\", \"ls *\", \"grep *\", \"cat *\", \"git *\", \"unzip *\", \"rsync *\", \"make *\", \"find *\", \"python3 *\", \"tee *\", \"chmod *\", \"ln *\", \"install *\", \"sed *\", \"dd *\", \"touch *\", \"go *\", \"cargo *\", \"npm *\", \"curl *\", \"wget *\", \"nice *\", \"env *\", \"timeout *\", \"command *\", \"/bin/cp *\", \"/bin/ls *\", \"nohup *\", \"echo *\"]\n")
 	asked := []string{
 		"cp -r x .", "cp x ~", "cp x /home/u", "cp x ~/.config", "cp x ..", "cp x /", "cp -t . x", "cp --target-directory=~ x",
 		"cp x .git/hooks/pre-commit", "cp x .acp-broker.toml", "cp x " + other, "mv x ~/.ssh", "mv .git/hooks/x y",
@@ -173,12 +173,13 @@ func TestProtectedArguments(t *testing.T) {
 		"cargo build --target-dir ~", "npm --prefix ~ install", "cat ~/.ssh/id_rsa",
 		"tar -xvC ~ -f p.tar", "tar xvCf ~ p.tar", "cp -rt ~ x", "curl -o .git/hooks/pre-commit https://x", "curl --output-dir ~ -O https://x/.bashrc",
 		"wget -P ~/.config https://x/y", "wget -O .acp-broker.toml https://x/y",
+		"nice cp -r x .", "env cp x ~", "timeout 5 tar xf p.tar -C ~", "command rm -rf .", "/bin/cp x ~", "nohup python3 gen.py .git/hooks/x",
 	}
 	allowed := []string{
 		"ls .", "ls ~", "grep -r foo .", "cat .git/config", "cat ~/.config/zed/settings.json", "ls .git", "git status .", "git diff .",
 		"git log -- .git", "cp x build/", "cp a b", "mv a b", "tar xf p.tar -C build", "rm -rf build", "find . -name x", "grep -C 3 foo .",
 		"cp -r src dst", "git add .", "touch README.md", "sed -n 1p .git/config", "tar -xvf p.tar", "tar xvf p.tar", "curl -o out.json https://x",
-		"wget -P downloads https://x/y",
+		"wget -P downloads https://x/y", "echo .git", "nice ls .", "/bin/ls ~", "ls -C .", "ls -C ~",
 	}
 	for _, cmd := range asked {
 		if v := decide(t, p, cmdCall(cmd)); v.Decision == Allow {
