@@ -237,3 +237,35 @@ func TestDuplicateAnswersMerge(t *testing.T) {
 		t.Fatalf("entries = %+v, %v", entries, err)
 	}
 }
+
+// TestSameRequest: issue 11 item 20. "Always" is remembered only when the
+// tool call answered is the one decided on: a change of what it does, its
+// title or its kind is a different request; a change of its status is not.
+func TestSameRequest(t *testing.T) {
+	read := func(js string) *Request {
+		return ReadToolCallJSON(json.RawMessage(js), Context{Cwd: testCwd, Home: testHome})
+	}
+	base := `{"toolCallId":"t","kind":"execute","title":"git status","status":"pending","rawInput":{"command":"git status"}}`
+	same := []string{
+		base,
+		`{"toolCallId":"t","kind":"execute","title":"git status","status":"in_progress","rawInput":{"command":"git status"}}`,
+		`{"toolCallId":"t","kind":"execute","title":"git status","rawInput":{"command":"git status"},"_meta":{"x":1}}`,
+	}
+	different := []string{
+		`{"toolCallId":"t","kind":"execute","title":"git status","rawInput":{"command":"git push --force"}}`,
+		`{"toolCallId":"t","kind":"execute","title":"git push","rawInput":{"command":"git status"}}`,
+		`{"toolCallId":"t","kind":"other","title":"git status","rawInput":{"command":"git status"}}`,
+		`{"toolCallId":"t","kind":"execute","title":"git status","rawInput":{"command":"git status"},"locations":[{"path":"/work/repo/x"}]}`,
+		`{"toolCallId":"t","kind":"execute","title":"git status","rawInput":{"command":"git status","url":"https://x.example/"}}`,
+	}
+	for _, js := range same {
+		if !SameRequest(read(base), read(js)) {
+			t.Errorf("not the same: %s", js)
+		}
+	}
+	for _, js := range different {
+		if SameRequest(read(base), read(js)) {
+			t.Errorf("the same: %s", js)
+		}
+	}
+}
