@@ -294,8 +294,13 @@ func TestBrokerLaunchIsProtected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A link in the project to an editor's config (which need not exist).
+	link := filepath.Join(d.cwd, "settings-link.json")
+	if err := os.Symlink(filepath.Join(homeDir, ".config", "zed", "settings.json"), link); err != nil {
+		t.Fatal(err)
+	}
 	targets := []string{
-		brokerBin, resolved,
+		brokerBin, resolved, link, homeDir + "/.CONFIG/Zed/settings.json",
 		homeDir + "/.config/zed/settings.json", homeDir + "/.config/zed/keymap.json", xdg + "/zed/settings.json",
 		homeDir + "/.jetbrains/acp.json", homeDir + "/.config/nvim/init.lua", homeDir + "/.config/nvim/lua/acp.lua", xdg + "/nvim/init.lua",
 		homeDir + "/.emacs", homeDir + "/.emacs.d/init.el", homeDir + "/.config/emacs/init.el", xdg + "/emacs/init.el",
