@@ -568,10 +568,17 @@ func (d *decider) answerOwnPrompt(t testing.TB, tool, optionID string) {
 			ToolCall  struct {
 				Title string `json:"title"`
 			} `json:"toolCall"`
+			Options []struct{ Kind, Name string } `json:"options"`
 		} `json:"params"`
 	}
 	if err := json.Unmarshal([]byte(req), &m); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range m.Params.Options {
+		// The option says what "always" will remember (issue 11 item 3).
+		if o.Kind == "allow_always" && o.Name != "Always allow: mcp "+tool {
+			t.Errorf("the broker's always option reads %q", o.Name)
+		}
 	}
 	if m.Method != "session/request_permission" || !strings.HasPrefix(m.ID, "acp-broker-") || m.Params.SessionID != "sess_1" || !strings.Contains(m.Params.ToolCall.Title, tool) {
 		t.Fatalf("want the broker's own permission request for %s, got %s", tool, clip(req))

@@ -118,7 +118,8 @@ func TestRememberedAllowDoesNotOverrideWrittenRules(t *testing.T) {
 }
 
 // TestTwentyBrokersRememberAtOnce: 20 brokers for the same project each
-// learn a different "always" answer at the same moment. All 20 entries are
+// learn a different "always" answer (an exact command: toolN has no
+// subcommands the broker knows) at the same moment. All 20 entries are
 // in the store afterwards, and every broker applies the other 19.
 func TestTwentyBrokersRememberAtOnce(t *testing.T) {
 	const n = 20
@@ -141,7 +142,7 @@ func TestTwentyBrokersRememberAtOnce(t *testing.T) {
 	for _, s := range sessions {
 		for j := range n {
 			id := 10 + j
-			s.AgentSend(testPermission(id, fmt.Sprintf("tool%d run again", j)))
+			s.AgentSend(testPermission(id, fmt.Sprintf("tool%d run first", j)))
 			s.AgentExpect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`, id))
 		}
 		s.AgentToEditor(`{"jsonrpc":"2.0","method":"_test/marker"}`)

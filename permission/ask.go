@@ -69,6 +69,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		a = &Asker{Route: "editor"}
 	}
 	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
+	if _, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
+		rec.Always = alwaysCovers(req, "allow_always")
+	}
 	ctx, withdraw := context.WithCancelCause(c.Context())
 	answered := make(chan Record, 1)
 	e.unanswered.Add(1)
@@ -276,7 +279,16 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 		p.MCP = req.MCP.String()
 	}
 	for _, o := range params.Options {
-		p.Options = append(p.Options, notify.Option{ID: o.OptionID, Kind: o.Kind, Name: o.Name})
+		name := o.Name
+		if o.Kind == "allow_always" || o.Kind == "reject_always" {
+			// Say what the broker will remember, not only what the agent
+			// says its option means (the broker's own prompts say it
+			// already).
+			if covers := alwaysCovers(req, o.Kind); !strings.Contains(name, covers) {
+				name += " (the broker remembers: " + covers + ")"
+			}
+		}
+		p.Options = append(p.Options, notify.Option{ID: o.OptionID, Kind: o.Kind, Name: name})
 	}
 	if a.Timeout > 0 {
 		p.Deadline = time.Now().Add(a.Timeout).UTC()

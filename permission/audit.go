@@ -42,6 +42,10 @@ type Record struct {
 	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
 	OptionKd string  `json:"option_kind,omitempty"` // its kind
 	Latency  float64 `json:"latency_ms"`
+	// Always says, for a request put to a human with an allow_always
+	// option, what that answer would remember (each entry's matcher), or
+	// "nothing (why)".
+	Always string `json:"always,omitempty"`
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.
 	Remembered string `json:"remembered,omitempty"`

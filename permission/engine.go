@@ -165,12 +165,12 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	case rules.Deny:
 		want = []string{"reject_once", "reject_always"}
 	default:
-		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c.Session, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c.Session, req, p.Remember, currentRequest(c, ctx)))
 		return
 	}
 	opt, ok := pick(params.Options, want)
 	if !ok {
-		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c.Session, req, p.Remember))
+		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c.Session, req, p.Remember, currentRequest(c, ctx)))
 		return
 	}
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
@@ -196,16 +196,69 @@ func pick(options []option, kinds []string) (option, bool) {
 	return option{}, false
 }
 
+// currentRequest reads the tool call a permission request asks about as it
+// is now, which tool_call_update notifications may have changed while it was
+// asked; nil when the request carries no tool call id (nothing can change it).
+func currentRequest(c *session.Call, ctx rules.Context) func() *rules.Request {
+	if c.ToolCall == nil {
+		return nil
+	}
+	return func() *rules.Request {
+		tc := c.CurrentToolCall()
+		if tc == nil {
+			return nil
+		}
+		req := rules.ReadToolCall(tc.Fields, ctx)
+		if tc.Ambiguous {
+			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
+		}
+		return req
+	}
+}
+
+// alwaysCovers says what an "always" answer of this kind would remember of
+// a request, for the audit line and the prompts, before anything is stored.
+func alwaysCovers(req *rules.Request, kind string) string {
+	decision := rules.Allow
+	if kind == "reject_always" {
+		decision = rules.Deny
+	}
+	entries, why := rules.Derive(req, decision)
+	if len(entries) == 0 {
+		return "nothing (" + why + ")"
+	}
+	parts := make([]string, len(entries))
+	for i, entry := range entries {
+		parts[i] = entry.Matches()
+	}
+	return strings.Join(parts, "; ")
+}
+
 // rememberer returns what remembers an "always" answer to this request:
 // narrow entries derived from it, kept for the session, the project or the
 // user as the config says (default: the project). by names who answered. It
 // returns the entry ids for the audit log, or why nothing was remembered.
 //
+// current, if not nil, reads the tool call as it is when the answer wins: if
+// an update changed it while it was asked, the human may have answered what
+// they were shown then rather than what was decided on, so nothing is
+// remembered (the answer itself still applies, once).
+//
 // It runs once the answer has won and before it goes on to the agent, so the
 // agent's next request already sees the entry; the store's lock and fsync
 // take a few milliseconds at most.
-func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string) func(kind, by string) string {
+func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string, current func() *rules.Request) func(kind, by string) string {
 	return func(kind, by string) string {
+		if current != nil {
+			if now := current(); now == nil || !rules.SameRequest(req, now) {
+				why := "the tool call changed while it was asked, so what the human saw may not be what was decided"
+				if now == nil {
+					why = "the tool call is no longer tracked, so what the human saw cannot be checked"
+				}
+				e.Log.Warn("not remembering an always answer", "reason", why)
+				return "nothing: " + why
+			}
+		}
 		decision := rules.Allow
 		if kind == "reject_always" {
 			decision = rules.Deny
@@ -247,7 +300,7 @@ func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string)
 		for i, s := range saved {
 			ids[i] = s.ID
 		}
-		e.Log.Info("remembered an always answer", "scope", scope, "entries", strings.Join(ids, ","))
+		e.Log.Info("remembered an always answer", "scope", scope, "entries", strings.Join(ids, ","), "covers", alwaysCovers(req, kind))
 		return strings.Join(ids, ",")
 	}
 }
@@ -457,7 +510,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		}
 		o.title = fmt.Sprintf("Run %s in %s (held by acp-broker: %s)", strings.Join(cmds, "; "), req.Dir, v.Reason)
 	}
-	remember := e.rememberer(c.Session, req, p.Remember)
+	remember := e.rememberer(c.Session, req, p.Remember, nil)
 	go func() {
 		allowed, closeView := e.askOwn(c.Context(), ed, o, req, rec, start, v.Source, v.Reason, remember)
 		switch {

@@ -123,7 +123,7 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 		kind:     "other",
 		rawInput: args,
 	}
-	allowed, closeView := e.askOwn(ctx, ed, o, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember))
+	allowed, closeView := e.askOwn(ctx, ed, o, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember, nil))
 	switch {
 	case allowed:
 		closeView("completed", "acp-broker: allowed; the call went to the server")

@@ -70,7 +70,7 @@ func (e *Engine) askOwn(ctx context.Context, ed *session.Editor, o ownPrompt, re
 	}
 	options := []option{
 		{OptionID: "allow_once", Name: "Allow", Kind: "allow_once"},
-		{OptionID: "allow_always", Name: "Always allow", Kind: "allow_always"},
+		{OptionID: "allow_always", Name: "Always allow: " + alwaysCovers(req, "allow_always"), Kind: "allow_always"},
 		{OptionID: "reject_once", Name: "Reject", Kind: "reject_once"},
 	}
 	params := map[string]any{"sessionId": o.session, "toolCall": toolCall, "options": options}

@@ -86,6 +86,14 @@ type Rule struct {
 	// Inactive is set for a project file's allow rule while the file is not
 	// trusted: it is listed but never applies.
 	Inactive bool
+
+	// prefixWords, for a remembered `git push *`, is the number of words
+	// before the `*`: the command must also stay within what the prefix
+	// stands for (prefixCovers).
+	prefixWords int
+	// toolOnly, for a remembered tool and title, limits the rule to
+	// requests that carry no command, path, URL or MCP call.
+	toolOnly bool
 }
 
 // Where returns file:line for messages, or the entry id of a remembered

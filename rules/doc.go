@@ -4,7 +4,12 @@
 //
 // It is pure policy. It never touches the wire, never runs a command or a
 // shell (commands are parsed, not executed), and reads the file system only
-// to load rule files and to resolve symbolic links in the paths it judges.
+// to load rule files, to resolve symbolic links in the paths it judges, and
+// to see whether a directory a command writes into holds a .git or a
+// .acp-broker.toml. What it knows of programs (wrappers, shells,
+// interpreters, subcommands, options that run code, what a program writes)
+// is in one table, programs.go, read by the shell analysis, by what "always"
+// remembers and by the protected-argument check.
 //
 // The engine's promise is that nothing is allowed unless everything it
 // carries is: a request is allowed only when every one of its actions is

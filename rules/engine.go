@@ -344,10 +344,25 @@ func (p *Policy) indexed(a action) []*Rule {
 
 // protectedArgument finds a command argument that, read as a path, is a
 // protected one, so that an allow rule such as "cat *" does not hand out
-// ~/.ssh/id_rsa, nor a file linked to it. Paths a program finds on its own
-// (grep -r ~) remain a blind spot.
+// ~/.ssh/id_rsa, nor a file linked to it. For a program not known to only
+// read (programs.go readers), an argument naming a write-protected path
+// (.git/hooks/pre-commit, ~/.config/zed/settings.json) is one too. And what
+// a program writes (programs.go destinations: cp's target, tar -C, rm's
+// operands, any -C/--directory) must not be a protected path nor a
+// directory holding one: `cp -r x .`, `tar xf p.tar -C ~`, `rm -rf ~/.config`.
+// Paths a program finds on its own (grep -r ~, the members of an archive)
+// remain a blind spot.
 func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, string, bool) {
-	for _, arg := range c.Argv[min(1, len(c.Argv)):] {
+	if len(c.Argv) == 0 {
+		return "", "", false
+	}
+	// What the program is, past wrappers: `nice cp -r x .` is cp.
+	argv := c.Normalized()
+	if len(argv) == 0 {
+		argv = c.Argv
+	}
+	writes := !readsOnly(argv)
+	for _, arg := range c.Argv[1:] {
 		candidates := []string{arg}
 		if _, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
 			candidates = append(candidates, value) // --file=~/.aws/credentials
@@ -357,7 +372,7 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if !ok {
 				continue
 			}
-			if pat, ok := p.protected.protects(abs, false); ok {
+			if pat, ok := p.protected.protects(abs, writes); ok {
 				return arg, pat, true
 			}
 			// Only an existing file can be read through a link; most
@@ -365,8 +380,26 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if _, err := os.Lstat(abs); err != nil {
 				continue
 			}
-			if pat, ok := p.protected.protects(resolvePath(abs), false); ok {
+			if pat, ok := p.protected.protects(resolvePath(abs), writes); ok {
 				return arg, pat, true
+			}
+		}
+	}
+	if !writes {
+		return "", "", false
+	}
+	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
+	for _, dest := range destinations(argv) {
+		abs, ok := absPath(dest, req.ctx.Cwd, p.home)
+		if !ok {
+			continue
+		}
+		for _, path := range []string{abs, resolvePath(abs)} {
+			if pat, ok := p.protected.protects(path, true); ok {
+				return dest, pat, true
+			}
+			if held, ok := p.protected.holdsProtected(path, sessionDirs); ok {
+				return dest, "a directory holding " + held, true
 			}
 		}
 	}
@@ -412,6 +445,9 @@ func modeOrDefault(m string) string {
 // allow reads, fetches and tool calls without content, never a command or a
 // write.
 func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
+	if r.toolOnly && a.kind != actTool {
+		return false
+	}
 	switch a.kind {
 	case actCommand:
 		if len(r.Commands) == 0 && len(r.CommandRegex) == 0 {
@@ -425,7 +461,10 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 			// is literally there.
 			return false
 		}
-		return matchCommand(r, argv)
+		if !matchCommand(r, argv) {
+			return false
+		}
+		return r.prefixWords == 0 || deny || prefixCovers(argv, r.prefixWords)
 	case actPath:
 		if len(r.Paths) == 0 {
 			return !r.hasActionMatcher() && (deny || !a.path.Write)

@@ -25,7 +25,7 @@ func rememberer(id string) int {
 	state := os.Getenv("ACP_BROKER_STATE")
 	startNS, _ := strconv.ParseInt(os.Getenv("ACP_BROKER_START"), 10, 64)
 	time.Sleep(time.Until(time.Unix(0, startNS)))
-	if _, err := StoreIn(state).Add(Entry{Decision: Allow, Scope: "user", Command: "tool" + id + " run *", LearnedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
+	if _, err := StoreIn(state).Add(Entry{Decision: Allow, Scope: "user", Command: "tool" + id + " run x", LearnedAt: time.Now().UTC().Format(time.RFC3339)}); err != nil {
 		fmt.Println("add:", err)
 		return 1
 	}

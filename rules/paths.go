@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -197,13 +198,28 @@ type protectedPaths struct {
 	// markers are substrings every protected path contains; a path with none
 	// of them is passed over without matching every pattern.
 	markers []string
+	// bases are the literal directories (lower case) of the protected
+	// patterns anchored at / or ~: a directory above one of them (~,
+	// ~/.config, /) holds protected paths.
+	bases []string
 }
+
+// editorConfigs are where editors keep the agent servers they start, the
+// broker among them: an agent rewriting them removes the broker from the next
+// session. Writes are protected, reads are not (`cat ~/.config/zed/settings.json`
+// is how an agent helps with the editor). Each is under ~/.config and, when
+// set, under $XDG_CONFIG_HOME.
+var editorConfigs = []string{"zed", "nvim", "emacs"}
+
+// editorHomeConfigs are the editors' agent configuration files directly in
+// the home directory.
+var editorHomeConfigs = []string{"~/.jetbrains", "~/.jetbrains/**", "~/.emacs", "~/.emacs.el", "~/.emacs.d", "~/.emacs.d/**"}
 
 // newProtectedPaths builds the protected set; brokerFiles are the broker's
 // own config, trust and state locations (directories protect everything
 // below them).
 func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
-	pp := &protectedPaths{home: home, markers: []string{".ssh", ".gnupg", ".aws", "gcloud", ".env", ".git", "acp-broker"}}
+	pp := &protectedPaths{home: home, markers: []string{".ssh", ".gnupg", ".aws", "gcloud", ".env", ".git", "acp-broker", "zed", "nvim", "emacs", ".jetbrains"}}
 	for _, src := range []string{
 		"~/.ssh", "~/.ssh/**", "~/.gnupg", "~/.gnupg/**", "~/.aws", "~/.aws/**",
 		"~/.config/gcloud", "~/.config/gcloud/**",
@@ -224,11 +240,85 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 			}
 		}
 	}
-	for _, src := range []string{"**/.git", "**/.git/**"} {
-		p, _ := compilePathPattern(src)
-		pp.write = append(pp.write, p)
+	writeOnly := append([]string{"**/.git", "**/.git/**"}, editorHomeConfigs...)
+	for _, exe := range brokerExecutable() {
+		writeOnly = append(writeOnly, escapeGlob(exe))
+		pp.markers = append(pp.markers, strings.ToLower(filepath.Base(exe)))
+	}
+	configDirs := []string{"~/.config"}
+	if xdg := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(xdg) {
+		configDirs = append(configDirs, escapeGlob(filepath.Clean(xdg)))
+	}
+	for _, dir := range configDirs {
+		for _, editor := range editorConfigs {
+			writeOnly = append(writeOnly, dir+"/"+editor, dir+"/"+editor+"/**")
+		}
+	}
+	for _, src := range writeOnly {
+		if p, err := compilePathPattern(strings.ToLower(src)); err == nil {
+			pp.write = append(pp.write, p)
+		}
+	}
+	for _, p := range append(slices.Clone(pp.readWrite), pp.write...) {
+		var base string
+		switch p.anchor {
+		case '~':
+			if home == "" {
+				continue
+			}
+			base = filepath.Join(strings.ToLower(home), p.prefix)
+		case '/':
+			base = p.prefix
+		default:
+			continue
+		}
+		if p.prefix != p.rest {
+			// The literal part ends inside a name with a wildcard.
+			base = filepath.Dir(base + "x")
+		}
+		pp.bases = append(pp.bases, filepath.Clean(base))
 	}
 	return pp
+}
+
+// brokerExecutable is the running broker's executable, as started and with
+// links resolved: rewriting it changes what every later session runs.
+var brokerExecutable = sync.OnceValue(func() []string {
+	exe, err := os.Executable()
+	if err != nil || !filepath.IsAbs(exe) {
+		return nil
+	}
+	exe = filepath.Clean(exe)
+	out := []string{exe}
+	if resolved, err := filepath.EvalSymlinks(exe); err == nil && resolved != exe {
+		out = append(out, resolved)
+	}
+	return out
+})
+
+// holdsProtected reports whether a directory is one a protected path is in,
+// or above one: the directory of a protected pattern or one above it (~,
+// ~/.config, /), a directory of the session (which holds .git and
+// .acp-broker.toml) or one above it, or a directory that holds a .git or a
+// .acp-broker.toml. Writing into it, or removing it, can reach them.
+func (pp *protectedPaths) holdsProtected(dir string, sessionDirs []string) (string, bool) {
+	lower := strings.ToLower(filepath.Clean(dir))
+	for _, base := range pp.bases {
+		if isAncestor(lower, base) {
+			return base, true
+		}
+	}
+	for _, d := range sessionDirs {
+		if d != "" && isAncestor(lower, strings.ToLower(d)) {
+			return "the session's directory " + d, true
+		}
+	}
+	for _, name := range []string{".git", ProjectFileName} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name), true
+		}
+	}
+	return "", false
 }
 
 // protects reports which protected pattern, if any, covers a path. Names

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -32,6 +34,13 @@ type Entry struct {
 	Domain  string `toml:"domain,omitempty" json:"domain,omitempty"`
 	Tool    string `toml:"tool,omitempty" json:"tool,omitempty"`
 	Title   string `toml:"title,omitempty" json:"title,omitempty"`
+	// Shape is what the request carried, "path" or "title" (neither a
+	// command, a path, a URL nor an MCP call), for entries that hold the
+	// request's Kind too: a remembered allow then covers only requests of
+	// that kind and shape. Entries written before Shape existed have none;
+	// a title entry without one is read as shape "title" of any kind.
+	Shape string `toml:"shape,omitempty" json:"shape,omitempty"`
+	Kind  string `toml:"kind,omitempty" json:"kind,omitempty"`
 
 	// Where it came from.
 	Agent     string `toml:"agent,omitempty" json:"agent,omitempty"`
@@ -40,77 +49,78 @@ type Entry struct {
 	Request   string `toml:"request,omitempty" json:"request,omitempty"`
 }
 
-// Matches describes what the entry matches, for listings.
+// Matches describes what the entry matches, for listings, the audit log and
+// the prompts that offer "always".
 func (e Entry) Matches() string {
+	kind := ""
+	if e.Shape != "" && e.Decision == Allow {
+		kind = fmt.Sprintf(" (kind %q only)", e.Kind)
+	}
 	switch {
 	case e.Command != "":
-		return "command " + e.Command
+		prefix, ok := strings.CutSuffix(e.Command, " *")
+		switch {
+		case !ok || e.Decision != Allow:
+			return "command " + e.Command
+		case !prefixKnown(ParseShell(prefix).Commands):
+			// Learned by an older broker: no longer a prefix it stands for.
+			return "command " + e.Command + " (covers nothing: not a known subcommand)"
+		}
+		return "command " + e.Command + " (not options that run code or write elsewhere)"
 	case e.Path != "":
-		return "path " + e.Path
+		return "path " + e.Path + kind
 	case e.MCP != "":
 		return "mcp " + e.MCP
 	case e.Domain != "":
 		return "domain " + e.Domain
 	}
-	return fmt.Sprintf("tool %q titled %q", e.Tool, e.Title)
+	if e.Decision != Allow {
+		return fmt.Sprintf("tool %q titled %q", e.Tool, e.Title)
+	}
+	return fmt.Sprintf("tool %q titled %q%s, with no command, path, URL or MCP call", e.Tool, e.Title, kind)
 }
 
 // key identifies what an entry decides, so duplicates merge.
 func (e Entry) key() string {
-	return strings.Join([]string{string(e.Decision), e.Scope, e.Project, e.Session, e.Command, e.Path, e.MCP, e.Domain, e.Tool, e.Title}, "\x00")
-}
-
-// exactPrograms are programs for which a prefix would mean "anything":
-// shells, interpreters and programs that run other programs. Only the exact
-// command is remembered for them.
-var exactPrograms = []string{
-	"sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python2", "python3", "node", "nodejs", "deno", "bun",
-	"ruby", "perl", "php", "lua", "env", "sudo", "doas", "su", "xargs", "npx", "pnpx", "bunx", "eval", "exec",
-	"source", ".", "command", "builtin", "nohup", "nice", "timeout", "time", "watch", "ssh", "docker", "kubectl",
-}
-
-// runners are programs whose subcommand takes a name that matters as much:
-// `npm run test` is remembered as `npm run test *`, not `npm run *`.
-var runners = map[string][]string{
-	"npm": {"run", "exec"}, "pnpm": {"run", "exec"}, "yarn": {"run", "exec"}, "bun": {"run"},
-	"cargo": {"run"}, "go": {"run", "tool"}, "uv": {"run"}, "poetry": {"run"}, "make": nil,
+	return strings.Join([]string{string(e.Decision), e.Scope, e.Project, e.Session, e.Command, e.Path, e.MCP, e.Domain, e.Tool, e.Title, e.Shape, e.Kind}, "\x00")
 }
 
 // commandPrefix derives the pattern remembered for one simple command: the
 // program and its subcommand as a prefix (`git push origin main` → `git push
-// *`), or the exact command where a prefix would allow more than the user
-// saw. It reports false for a command that cannot be remembered at all.
+// *`, `npm run test -- --watch` → `npm run test *`) for the programs and
+// subcommands of subcommandPrograms only, and only when nothing the user saw
+// after the prefix runs code or writes elsewhere; else the exact command.
+// It reports false for a command that cannot be remembered at all.
 func commandPrefix(c SimpleCommand) (string, bool) {
 	if len(c.Opaque) > 0 || len(c.Argv) == 0 || len(c.Assigns) > 0 || len(c.Redirects) > 0 {
 		return "", false
 	}
-	prog := c.Argv[0]
 	exact := quoteWords(c.Argv)
-	if strings.Contains(prog, "/") || slices.Contains(exactPrograms, strings.ToLower(prog)) || len(c.Argv) == 1 || isPythonVersion(prog) {
+	subs, ok := subcommandPrograms[c.Argv[0]]
+	if !ok || len(c.Argv) < 2 {
+		// A program given by path, a shell, an interpreter, a wrapper, a
+		// file writer (`cp README.md *` would cover .git/hooks): exact.
 		return exact, true
 	}
-	sub := c.Argv[1]
-	if !plainWord(sub) {
-		// `ls -la`, `git -c x status`: no subcommand to stand for the rest.
+	sub, ok := subs[c.Argv[1]]
+	if !ok {
+		// `git config user.email x`: `git config *` would also set
+		// core.fsmonitor, which runs a program.
 		return exact, true
 	}
-	words := []string{prog, sub}
-	if names, ok := runners[prog]; ok && slices.Contains(names, sub) {
+	words := 2
+	if sub.runner {
 		if len(c.Argv) < 3 || !plainWord(c.Argv[2]) {
 			return exact, true
 		}
-		words = append(words, c.Argv[2])
+		words = 3
 	}
-	if len(words) == len(c.Argv) {
-		// The user saw nothing after the subcommand: `git status` stays
-		// `git status`, not `git status *`.
+	if words == len(c.Argv) || !prefixCovers(c.Argv, words) {
+		// The user saw nothing after the subcommand (`git status` stays
+		// `git status`), or saw an option a prefix must not stand for.
 		return exact, true
 	}
-	return quoteWords(words) + " *", true
-}
-
-func isPythonVersion(prog string) bool {
-	return strings.HasPrefix(prog, "python") || strings.HasPrefix(prog, "pypy")
+	return quoteWords(c.Argv[:words]) + " *", true
 }
 
 // plainWord is a subcommand-looking word: no flag, no path, no glob.
@@ -167,15 +177,45 @@ func Derive(req *Request, decision Decision) ([]Entry, string) {
 		}
 	case len(req.Paths) > 0 && slices.Contains([]string{"edit", "move", "delete"}, req.Kind):
 		for _, p := range req.Paths {
-			out = append(out, Entry{Decision: decision, Path: p.Abs})
+			out = append(out, Entry{Decision: decision, Path: p.Abs, Shape: "path", Kind: req.Kind})
 		}
+	case len(req.Paths) > 0:
+		// A read or search of a path: the title would stand for any path.
+		return nil, fmt.Sprintf("a %q request is remembered only for edits, moves and deletes of a path", req.Kind)
 	default:
 		if req.ToolName == "" && req.Title == "" {
 			return nil, "the request names no tool and has no title"
 		}
-		out = append(out, Entry{Decision: decision, Tool: req.ToolName, Title: req.Title})
+		out = append(out, Entry{Decision: decision, Tool: req.ToolName, Title: req.Title, Shape: "title", Kind: req.Kind})
 	}
 	return slices.CompactFunc(out, func(a, b Entry) bool { return a.key() == b.key() }), ""
+}
+
+// SameRequest reports whether two readings of a tool call ask the same
+// thing: kind, tool, title, commands, paths (as given, absolute and
+// resolved), URLs, MCP tool, and what could not be read. "Always" is
+// remembered only when the tool call the human answered is the one the
+// decision was made on.
+func SameRequest(a, b *Request) bool {
+	fa, errA := a.fingerprint()
+	fb, errB := b.fingerprint()
+	return errA == nil && errB == nil && bytes.Equal(fa, fb)
+}
+
+func (r *Request) fingerprint() ([]byte, error) {
+	urls := make([]string, len(r.URLs))
+	for i, u := range r.URLs {
+		urls[i] = u.Raw
+	}
+	return json.Marshal(struct {
+		Kind, ToolName, Title string
+		Script                *Script
+		Paths                 []PathAccess
+		URLs                  []string
+		MCP                   *MCPTool
+		NotUnderstood         []string
+		Conflicts             []string
+	}{r.Kind, r.ToolName, r.Title, r.Script, r.Paths, urls, r.MCP, r.NotUnderstood, r.Conflicts})
 }
 
 // rule turns an entry into the rule it stands for.
@@ -192,6 +232,15 @@ func (e Entry) rule(file string) (*Rule, error) {
 			return nil, fmt.Errorf("entry %s: %v", e.ID, err)
 		}
 		r.Commands = []*commandPattern{p}
+		if prefix, ok := strings.CutSuffix(e.Command, " *"); ok && e.Decision == Allow {
+			// What the prefix stands for is checked on every command it
+			// matches, by the programs table.
+			// A prefix that is not one simple command covers nothing.
+			r.prefixWords = 1
+			if words := ParseShell(prefix).Commands; len(words) == 1 && len(words[0].Argv) > 1 {
+				r.prefixWords = len(words[0].Argv)
+			}
+		}
 	case e.Path != "":
 		if !filepath.IsAbs(e.Path) {
 			return nil, fmt.Errorf("entry %s: path %q is not absolute", e.ID, e.Path)
@@ -201,6 +250,9 @@ func (e Entry) rule(file string) (*Rule, error) {
 			return nil, fmt.Errorf("entry %s: %v", e.ID, err)
 		}
 		r.Paths = []*pathPattern{p}
+		if e.Shape != "" && e.Decision == Allow {
+			r.Kinds = []string{e.Kind}
+		}
 	case e.MCP != "":
 		g, err := compileGlob(escapeGlob(e.MCP))
 		if err != nil {
@@ -228,6 +280,14 @@ func (e Entry) rule(file string) (*Rule, error) {
 			return nil, err
 		}
 		r.Tools, r.Titles = []*glob{tool}, []*glob{title}
+		if e.Decision == Allow {
+			// Only requests that carry nothing but a tool and a title: not
+			// a fetch or an MCP call that happens to have the same title.
+			r.toolOnly = true
+			if e.Shape != "" {
+				r.Kinds = []string{e.Kind}
+			}
+		}
 	}
 	return r, nil
 }

@@ -1093,15 +1093,6 @@ type shellKind struct {
 	dialect  string // the dialect its script is parsed in besides bash
 }
 
-var shells = map[string]shellKind{
-	"bash": {true, "bash"}, "rbash": {true, "bash"},
-	"sh": {true, "sh"}, "dash": {true, "sh"}, "ash": {true, "sh"},
-	"zsh": {true, "zsh"},
-	"ksh": {true, "mksh"}, "mksh": {true, "mksh"}, "pdksh": {true, "mksh"}, "oksh": {true, "mksh"}, "ksh93": {true, "mksh"},
-	"fish": {}, "csh": {}, "tcsh": {}, "yash": {}, "posh": {}, "pwsh": {}, "powershell": {},
-	"nu": {}, "xonsh": {}, "elvish": {}, "rc": {}, "es": {}, "osh": {}, "ysh": {},
-}
-
 // shellInvocation is what a shell's options say it will run.
 type shellInvocation struct {
 	script  int    // index in the arguments of the -c script, or -1 without -c
@@ -1208,28 +1199,6 @@ type wrapperOptions struct {
 	env     []string // NAME=VALUE operands (env)
 	effects []string // things the wrapper does besides running the command
 	problem string   // set when the options cannot be read
-}
-
-var wrappers map[string]func(args []string) wrapperOptions
-
-func init() {
-	wrappers = map[string]func([]string) wrapperOptions{
-		"env":       readEnvOptions,
-		"command":   readCommandOptions,
-		"builtin":   func(args []string) wrapperOptions { return readPlainOptions("builtin", args, "", "") },
-		"nohup":     func(args []string) wrapperOptions { return readPlainOptions("nohup", args, "", "") },
-		"setsid":    func(args []string) wrapperOptions { return readPlainOptions("setsid", args, "cfw", "") },
-		"unbuffer":  func(args []string) wrapperOptions { return readPlainOptions("unbuffer", args, "p", "") },
-		"stdbuf":    func(args []string) wrapperOptions { return readPlainOptions("stdbuf", args, "", "ioe") },
-		"ionice":    func(args []string) wrapperOptions { return readPlainOptions("ionice", args, "t", "cn") },
-		"nice":      readNiceOptions,
-		"timeout":   readTimeoutOptions,
-		"time":      readTimeOptions,
-		"chrt":      readChrtOptions,
-		"busybox":   readBusyboxOptions,
-		"noglob":    func(args []string) wrapperOptions { return readPlainOptions("noglob", args, "", "") },
-		"nocorrect": func(args []string) wrapperOptions { return readPlainOptions("nocorrect", args, "", "") },
-	}
 }
 
 // longOptionNames maps the long options of the plain wrappers to their short forms.
@@ -1524,27 +1493,6 @@ type interpreter struct {
 	info       []string // options that print something and exit, besides --version and --help
 }
 
-var interpreters = map[string]interpreter{
-	"python":    {shortFlags: "ci", valued: []string{"-W", "-X", "-m"}, info: []string{"-V", "-h"}},
-	"node":      {shortFlags: "epi", longFlags: []string{"--eval", "--print", "--interactive"}, valued: []string{"-r", "--require", "--import", "--loader", "-C", "--conditions"}, info: []string{"-v", "-h"}},
-	"bun":       {shortFlags: "ep", longFlags: []string{"--eval", "--print"}, valued: []string{"-r", "--preload"}},
-	"deno":      {shortFlags: "", longFlags: []string{"--eval", "eval", "repl"}},
-	"perl":      {shortFlags: "eEd", info: []string{"-v", "-V"}},
-	"ruby":      {shortFlags: "e", valued: []string{"-r", "-I", "-C"}},
-	"php":       {shortFlags: "rBREaF", longFlags: []string{"--run"}, valued: []string{"-c", "-d", "-z"}, info: []string{"-v", "-h", "-m", "-i"}},
-	"lua":       {shortFlags: "ei", valued: []string{"-l"}, info: []string{"-v"}},
-	"luajit":    {shortFlags: "eij", valued: []string{"-l"}},
-	"rscript":   {shortFlags: "e", longFlags: []string{"--expr"}},
-	"r":         {shortFlags: "e", longFlags: []string{"--expr"}},
-	"osascript": {shortFlags: "ei", valued: []string{"-l", "-s"}},
-	"expect":    {shortFlags: "ci"},
-	"tclsh":     {},
-	"wish":      {},
-	"groovy":    {shortFlags: "e"},
-	"ts-node":   {shortFlags: "ep", longFlags: []string{"--eval", "--print"}},
-	"tsx":       {shortFlags: "ep", longFlags: []string{"--eval", "--print"}},
-}
-
 // interpreterOf returns the interpreter a program name names, allowing version suffixes
 // (python3.12, perl5.36, php8.2, lua5.4).
 func interpreterOf(program string) (string, interpreter, bool) {
@@ -1747,6 +1695,7 @@ func checkFind(args []string) programCheck {
 			}
 			i = end
 		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			// findWriters: what the file names is a destination too.
 			check.reasons = appendUnique(check.reasons, "find "+action+" writes a file")
 		}
 	}
@@ -1920,22 +1869,6 @@ func interpreterReasons(name string, spec interpreter, args []string, hereDoc bo
 	return nil
 }
 
-// commandOptions are options that make a commonly allowed program run a command line of
-// their choosing, or write a file no redirection shows: an allow rule for `tar *` must not
-// allow `tar --to-command='rm x'`. long options match as prefixes; short letters match in
-// a cluster of single-letter options.
-var commandOptions = map[string]struct {
-	long  []string
-	short string
-}{
-	"tar":   {long: []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script"}, short: "IF"},
-	"rsync": {long: []string{"--rsh", "--rsync-path"}, short: "e"},
-	"scp":   {short: "SF"},
-	"sftp":  {short: "SF"},
-	"ssh":   {short: "F"},
-	"zip":   {long: []string{"--unzip-command", "-TT"}},
-}
-
 func commandOptionReasons(program string, args []string) []string {
 	spec, ok := commandOptions[program]
 	if !ok {
@@ -1945,13 +1878,9 @@ func commandOptionReasons(program string, args []string) []string {
 		if arg == "--" {
 			break
 		}
-		for _, long := range spec.long {
-			if strings.HasPrefix(arg, long) {
-				return []string{program + " " + long + " runs a command"}
-			}
-		}
-		if len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.ContainsAny(arg[1:], spec.short) && spec.short != "" {
-			return []string{program + " " + arg + " runs a command"}
+		if spec.has(arg) {
+			name, _, _ := strings.Cut(arg, "=")
+			return []string{program + " " + name + " runs a command"}
 		}
 		// ssh's ProxyCommand and LocalCommand run locally, whatever the host runs.
 		if (program == "ssh" || program == "scp" || program == "sftp") && strings.HasPrefix(arg, "-o") {
@@ -1995,17 +1924,16 @@ func gitReasons(args []string) []string {
 }
 
 func gitSubcommandReasons(subcommand string, args []string) []string {
-	runners := map[string]string{"grep": "-O", "clone": "-u", "rebase": "-x", "difftool": "-x"}
 	for i, arg := range args {
 		if arg == "--" {
 			break
 		}
-		for _, long := range []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--output", "--template", "--config"} {
+		for _, long := range gitRunningOptions {
 			if strings.HasPrefix(arg, long) {
 				return []string{"git " + subcommand + " " + long + " runs a command or writes a file"}
 			}
 		}
-		if short, ok := runners[subcommand]; ok && strings.HasPrefix(arg, short) {
+		if short, ok := gitSubcommandRunners[subcommand]; ok && strings.HasPrefix(arg, short) {
 			return []string{"git " + subcommand + " " + short + " runs a command"}
 		}
 		if i == 0 && ((subcommand == "submodule" && arg == "foreach") || (subcommand == "bisect" && arg == "run")) {

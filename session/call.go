@@ -75,6 +75,17 @@ type Call struct {
 // answer it cancelled itself.
 func (c *Call) SessionCancelled() <-chan struct{} { return c.sessionCancelled }
 
+// CurrentToolCall is the merged view of the call's tool call now: later
+// tool_call_update notifications may have changed it since the call arrived
+// (ToolCall is the view then). Nil when the call has no tool call or the
+// tool call is no longer tracked (it ended, or was dropped).
+func (c *Call) CurrentToolCall() *ToolCall {
+	if c.ToolCall == nil || c.b == nil {
+		return nil
+	}
+	return c.b.tracker.toolCall(c.Session.ID, c.ToolCall.ID)
+}
+
 // SessionID is the id of the call's session, "" when it names none.
 func (c *Call) SessionID() string { return c.Session.ID }
 

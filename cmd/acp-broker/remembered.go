@@ -17,8 +17,9 @@ func newRememberedCmd(stdout io.Writer) *cobra.Command {
 		Use:   "remembered",
 		Short: `List and revoke the answers you gave "always"`,
 		Long: `When you answer a request with an "always" option, the broker remembers a
-narrow decision derived from it (a command's program and subcommand, an exact
-path, an MCP tool, a domain), for the session, the project or all projects
+narrow decision derived from it (a known program's subcommand as a prefix that
+never covers its options that run code or write elsewhere, else the exact
+command; an exact path; an MCP tool; a domain), for the session, the project or all projects
 (remember = "session" | "project" | "user" in the config; project by default).
 Running brokers stop applying a revoked entry at their next request.`,
 	}
