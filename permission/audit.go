@@ -42,6 +42,9 @@ type Record struct {
 	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
 	OptionKd string  `json:"option_kind,omitempty"` // its kind
 	Latency  float64 `json:"latency_ms"`
+	// Refused lists the answers refused for this request and why: an
+	// answer on the local socket from one of the agent's own processes.
+	Refused []string `json:"refused,omitempty"`
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.
 	Remembered string `json:"remembered,omitempty"`

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,7 +88,11 @@ func TestHeldPermissionRequestsAreCancelledWithTheirSession(t *testing.T) {
 	h.expectAgentReceived(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 }
 
-func TestForwardedRequestsAreTheEditorsToCancel(t *testing.T) {
+// TestForwardedRequestsAreCancelledByTheBroker: the broker does not wait for
+// the editor to answer a forwarded request cancelled after session/cancel:
+// it answers it itself, withdraws the editor's prompt, and drops the
+// editor's own answer, so that nothing else can answer it meanwhile.
+func TestForwardedRequestsAreCancelledByTheBroker(t *testing.T) {
 	p := newHoldPolicy()
 	h := startBroker(t, p)
 	req := permissionRequest("4", "s1", "a")
@@ -97,10 +102,16 @@ func TestForwardedRequestsAreTheEditorsToCancel(t *testing.T) {
 	h.expect(req)
 	cancel := `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`
 	h.send(cancel)
+	// No $/cancel_request: session/cancel itself withdrew the prompt.
 	h.expectAgentReceived(cancel)
-	answer := `{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}},"_meta":{"by":"editor"}}`
-	h.send(answer)
-	h.expectAgentReceived(answer)
+	h.expectAgentReceived(`{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}}}`)
+	if c.SelectOption("allow-once") {
+		t.Fatal("answered a call after its session was cancelled")
+	}
+	if !errors.Is(context.Cause(c.Context()), ErrSessionCancelled) {
+		t.Fatalf("cause = %v", context.Cause(c.Context()))
+	}
+	h.send(`{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}},"_meta":{"by":"editor"}}`)
 	h.sync("after")
 }
 
