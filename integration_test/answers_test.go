@@ -157,11 +157,11 @@ func noMoreForTheAgent(t *testing.T, s *session) {
 	}
 }
 
-// TestAgentsProcessesCannotAnswer: `acp-broker answer ID always` run by the
+// TestAgentCannotAnswer: `acp-broker answer ID always` run by the
 // agent itself (a child, a grandchild whose parent exited, one in a session
 // of its own) is refused, the prompt stays open, the refusal is in the audit
 // line, and `acp-broker pending` from the agent's tree lists nothing.
-func TestAgentsProcessesCannotAnswer(t *testing.T) {
+func TestAgentCannotAnswer(t *testing.T) {
 	s, dir := channelBroker(t, "")
 	s.AgentToEditor(testPermission(2, "make build"))
 	id := localPromptID(t, dir, "make build")
@@ -216,12 +216,12 @@ func TestAgentsProcessesCannotAnswer(t *testing.T) {
 	}
 }
 
-// TestSessionCancelWithdrawsTheLocalPrompt: after session/cancel, the local
+// TestCancelWithdrawsLocal: after session/cancel, the local
 // socket cannot answer the session's prompts, and an editor that answers
 // allow after the cancel is not believed: the agent gets one answer,
 // cancelled.
-func TestSessionCancelWithdrawsTheLocalPrompt(t *testing.T) {
-	t.Run("local_answer_after_cancel", func(t *testing.T) {
+func TestCancelWithdrawsLocal(t *testing.T) {
+	t.Run("local", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		s.AgentToEditor(testPermission(2, "make build"))
 		id := localPromptID(t, dir, "make build")
@@ -236,7 +236,7 @@ func TestSessionCancelWithdrawsTheLocalPrompt(t *testing.T) {
 		s.Finish()
 		waitAuditLine(t, dir, `"decision":"cancelled"`, `"source":"cancel"`)
 	})
-	t.Run("editor_allows_after_cancel", func(t *testing.T) {
+	t.Run("editor_allows", func(t *testing.T) {
 		s, _ := channelBroker(t, "")
 		s.AgentToEditor(testPermission(2, "make build"))
 		s.EditorToAgent(sessCancel)
@@ -245,7 +245,7 @@ func TestSessionCancelWithdrawsTheLocalPrompt(t *testing.T) {
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})
-	t.Run("channel_answer_in_flight", func(t *testing.T) {
+	t.Run("channel_racing", func(t *testing.T) {
 		// A channel that answers allow at once, and a cancel: an allow
 		// that won before the cancel was read is the one answer; after it,
 		// only cancelled.
@@ -278,11 +278,11 @@ func TestSessionCancelWithdrawsTheLocalPrompt(t *testing.T) {
 	})
 }
 
-// TestBrokersAnswerAndTheEditorsNeverBothReachTheAgent: the broker answers a
+// TestOneAnswer: the broker answers a
 // request it forwarded (local socket, timeout) while its write to the agent
 // is held up; an editor answer arriving in that moment is dropped, never
 // relayed as a second answer. The editor answering twice is the same.
-func TestBrokersAnswerAndTheEditorsNeverBothReachTheAgent(t *testing.T) {
+func TestOneAnswer(t *testing.T) {
 	withdrawal := `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`
 	t.Run("local", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
@@ -333,12 +333,12 @@ func TestBrokersAnswerAndTheEditorsNeverBothReachTheAgent(t *testing.T) {
 	})
 }
 
-// TestReusedIDGetsItsAnswer: after the broker answered and withdrew a prompt
+// TestReusedID: after the broker answered and withdrew a prompt
 // the editor never answered, the agent reuses its id for a new request. The
 // editor gets the new request under a fresh id of the broker's, its answer
 // reaches the agent under the agent's id, and a late answer to the old
 // prompt is never taken for the new request's.
-func TestReusedIDGetsItsAnswer(t *testing.T) {
+func TestReusedID(t *testing.T) {
 	withdrawal := `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`
 	// reuse answers the first request 2 on the local socket and sends the
 	// second; it returns the id the editor got the second under.
@@ -361,7 +361,7 @@ func TestReusedIDGetsItsAnswer(t *testing.T) {
 	answerTo := func(id, option string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"outcome":{"outcome":"selected","optionId":"` + option + `"}}}`
 	}
-	t.Run("new_answer_arrives", func(t *testing.T) {
+	t.Run("answered", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		alias := reuse(t, s, dir)
 		s.EditorSend(answerTo(alias, "allow-always"))
@@ -369,7 +369,7 @@ func TestReusedIDGetsItsAnswer(t *testing.T) {
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})
-	t.Run("stale_answer_to_the_old_prompt_is_dropped", func(t *testing.T) {
+	t.Run("stale", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		alias := reuse(t, s, dir)
 		s.EditorSend(allowOnce) // the old prompt's, late: id 2
@@ -378,7 +378,7 @@ func TestReusedIDGetsItsAnswer(t *testing.T) {
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})
-	t.Run("agent_cancels_the_reused_request", func(t *testing.T) {
+	t.Run("agent_cancels", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		alias := reuse(t, s, dir)
 		s.AgentSend(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`)
@@ -388,7 +388,7 @@ func TestReusedIDGetsItsAnswer(t *testing.T) {
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})
-	t.Run("after_the_editor_answered_the_id_is_the_agents_again", func(t *testing.T) {
+	t.Run("editor_had_answered", func(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		s.AgentToEditor(testPermission(2, "make build"))
 		if out, err := localAnswer(t, dir, localPromptID(t, dir, "make build"), "reject"); err != nil {
@@ -397,6 +397,7 @@ func TestReusedIDGetsItsAnswer(t *testing.T) {
 		s.AgentExpect(rejectOnce)
 		s.EditorExpect(withdrawal)
 		s.EditorSend(cancelled2) // the editor answers the withdrawn prompt
+		s.EditorToAgent(marker)  // which the broker has read
 		s.AgentToEditor(testPermission(2, "make test"))
 		s.EditorToAgent(allowOnce)
 		noMoreForTheAgent(t, s)
