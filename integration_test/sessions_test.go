@@ -198,6 +198,12 @@ func TestNullDoesNotEraseTheAnnouncement(t *testing.T) {
 			answer: answer(`6`, "reject"),
 		},
 		{
+			// The first disagreeing request did not become the announcement.
+			name:   "the_same_disagreeing_request_again_is_asked",
+			req:    permission(`66`, `{"toolCallId":"n6","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),
+			answer: answer(`66`, "reject"),
+		},
+		{
 			name:   "request_with_other_locations_is_asked",
 			before: []string{sshRead("n7")},
 			req:    permission(`7`, `{"toolCallId":"n7","title":"Read README.md","kind":"read",`+readme+`}`, claudeOptions),

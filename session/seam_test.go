@@ -275,3 +275,28 @@ func TestPermissionRequestSeesTheMergedToolCall(t *testing.T) {
 type forwardPolicy struct{}
 
 func (forwardPolicy) Intercept(c *Call) { c.Forward(nil) }
+
+// TestEditorAnswersToNoWaitingRequestOfTheBrokerAreDropped: a response with
+// an id in the broker's namespace that no request of the broker's waits for
+// (it gave up on it, or never sent it) never reaches the agent.
+func TestEditorAnswersToNoWaitingRequestOfTheBrokerAreDropped(t *testing.T) {
+	h := startBroker(t, newHoldPolicy())
+	h.send(`{"jsonrpc":"2.0","id":"acp-broker-99","result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+	h.sync("after") // the agent would have echoed it first
+}
+
+// TestEditorAnswersTwice: the second answer to one request never reaches
+// the agent, however late.
+func TestEditorAnswersTwice(t *testing.T) {
+	p := newHoldPolicy()
+	h := startBroker(t, p)
+	req := permissionRequest("7", "s1", "a")
+	h.agentSends(req)
+	p.next(t).Forward(nil)
+	h.expect(req)
+	first := `{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`
+	h.send(first)
+	h.expectAgentReceived(first)
+	h.send(`{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+	h.sync("after")
+}

@@ -58,6 +58,12 @@ type ToolCall struct {
 	// input, locations, content or tool name): what runs may be what was
 	// announced, so the call must not be allowed automatically.
 	Disagreements []string
+
+	// announced is what session/update notifications said of the tool
+	// call, merged; a permission request's own toolCall is merged into
+	// Fields only, so that a request cannot become the announcement the
+	// next request about the same tool call is checked against.
+	announced map[string]json.RawMessage
 }
 
 // String returns a string field of the tool call, or "" when it is absent or
@@ -82,12 +88,13 @@ func (t *ToolCall) clone() *ToolCall {
 // merge applies a ToolCall or ToolCallUpdate object to the view. A field
 // given as null is left as it was: ACP and its SDKs read null in an update
 // as "unchanged", so it must not erase what the editor still shows.
-func (t *ToolCall) merge(fields map[string]json.RawMessage) {
+func (t *ToolCall) merge(fields map[string]json.RawMessage) { mergeFields(t.Fields, fields) }
+
+func mergeFields(into, fields map[string]json.RawMessage) {
 	for k, v := range fields {
-		if isNull(v) {
-			continue
+		if !isNull(v) {
+			into[k] = v
 		}
-		t.Fields[k] = v
 	}
 }
 
@@ -96,13 +103,12 @@ func (t *ToolCall) merge(fields map[string]json.RawMessage) {
 var whatItDoes = []string{"kind", "rawInput", "locations", "content"}
 
 // disagreements compares a permission request's toolCall (fields) with
-// what was announced before it (t, not yet merged with fields). A field the
-// announcement left empty ({}, [], "") may be filled in; one it gave may
-// only be repeated.
+// what the agent's updates announced. A field the announcement left empty
+// ({}, [], "") may be filled in; one it gave may only be repeated.
 func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 	var out []string
 	for _, k := range whatItDoes {
-		announced, ok := t.Fields[k]
+		announced, ok := t.announced[k]
 		asked, given := fields[k]
 		if !ok || !given || isNull(asked) || placeholder(announced) {
 			continue
@@ -111,8 +117,8 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 			out = append(out, fmt.Sprintf("the request's %s (%s) is not what the agent announced for tool call %q (%s)", k, brief(asked), t.ID, brief(announced)))
 		}
 	}
-	if announced := toolName(t.Fields); announced != "" {
-		merged := maps.Clone(t.Fields)
+	if announced := toolName(t.announced); announced != "" {
+		merged := maps.Clone(t.announced)
 		for k, v := range fields {
 			if !isNull(v) {
 				merged[k] = v
@@ -409,7 +415,7 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 			delete(s.toolCalls, s.order[0])
 			s.order = slices.Delete(s.order, 0, 1)
 		}
-		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage)}
+		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage), announced: make(map[string]json.RawMessage)}
 		s.toolCalls[id] = tc
 		s.order = append(s.order, id)
 	}
@@ -417,6 +423,8 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	var disagreements []string
 	if fromRequest {
 		disagreements = tc.disagreements(fields)
+	} else {
+		mergeFields(tc.announced, fields)
 	}
 	tc.merge(fields)
 	tc.Ambiguous = tc.Ambiguous || ambiguous

@@ -186,8 +186,17 @@ func TestTrackerFlagsRequestsThatDisagreeWithTheAnnouncement(t *testing.T) {
 			}
 		})
 	}
-	// A placeholder announced first may be filled in by the request.
+	// A disagreeing request does not become the announcement: the same
+	// request again still disagrees.
 	tr := newTracker()
+	tr.update(update("s1", announce))
+	for range 2 {
+		if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"ls"}}`), true); len(got.Disagreements) == 0 {
+			t.Fatal("a repeated disagreeing request was taken for the announcement")
+		}
+	}
+	// A placeholder announced first may be filled in by the request.
+	tr = newTracker()
 	tr.update(update("s1", `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","rawInput":{}}`))
 	if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"ls"}}`), true); len(got.Disagreements) != 0 {
 		t.Fatalf("filling in a placeholder: %q", got.Disagreements)
