@@ -404,3 +404,43 @@ func TestReusedID(t *testing.T) {
 		s.Finish()
 	})
 }
+
+// TestCancelEndsHeldMCPCall: an MCP call the broker asks about on its own is
+// part of the session's turn: after session/cancel, an editor that still
+// answers the broker's prompt "allow" does not let the call through.
+func TestCancelEndsHeldMCPCall(t *testing.T) {
+	d := startDecider(t, deciderOptions{mcpServers: notesServer})
+	notes, _ := d.connectThroughAgent(t, entryNamed(t, d.setup, "notes"))
+	listTools(t, notes)
+	type result struct {
+		text  string
+		isErr bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		text, isErr := callTool(t, notes, "write_note", map[string]any{"name": "n", "text": "after cancel"})
+		done <- result{text, isErr}
+	}()
+	if update := d.EditorRecv(); !strings.Contains(update, `"sessionUpdate":"tool_call"`) {
+		t.Fatalf("want the held call's tool_call, got %s", clip(update))
+	}
+	req := decode(t, d.EditorRecv())
+	if !strings.HasPrefix(string(req.ID), `"acp-broker-`) {
+		t.Fatalf("want the broker's own prompt, got %s", req.ID)
+	}
+	d.EditorToAgent(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_1"}}`)
+	d.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, req.ID))
+	r := <-done
+	if !r.isErr || !strings.Contains(r.text, "not allowed") {
+		t.Errorf("a call answered allow after session/cancel: %q (error %v)", r.text, r.isErr)
+	}
+	if reached(d.serverCalls(t), "write_note") {
+		t.Error("the call reached the server after session/cancel")
+	}
+	for line := d.EditorRecv(); !strings.Contains(line, `"status":"failed"`); line = d.EditorRecv() {
+		if !strings.Contains(line, `"$/cancel_request"`) {
+			t.Fatalf("editor got %s", clip(line))
+		}
+	}
+	d.finish()
+}

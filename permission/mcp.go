@@ -160,7 +160,7 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 	raw, _ := json.Marshal(params)
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	h := &heldMCPCall{ctx: hctx, cancel: cancel, ed: ed, session: c.Session, params: params, raw: raw}
+	h := &heldMCPCall{ctx: hctx, cancel: cancel, ed: ed, session: c.Session, params: params, raw: raw, cancelled: ed.Cancelled(c.Session)}
 	e.ask(h, permissionParams{SessionID: c.Session, ToolCall: raw, Options: options}, req, rec, start, v.Source, v.Reason, e.rememberer(info, req, p.Remember))
 	<-hctx.Done()
 	// The editor's prompt, if it had one, is withdrawn before the held call
@@ -188,6 +188,9 @@ type heldMCPCall struct {
 	session string
 	params  map[string]any
 	raw     []byte
+	// cancelled is closed when the editor cancels the session's turn:
+	// from then on only "cancelled" can answer the call.
+	cancelled <-chan struct{}
 
 	mu        sync.Mutex
 	forwarded bool
@@ -200,7 +203,7 @@ type heldMCPCall struct {
 func (h *heldMCPCall) wait() { h.asking.Wait() }
 
 func (h *heldMCPCall) Context() context.Context          { return h.ctx }
-func (h *heldMCPCall) SessionCancelled() <-chan struct{} { return nil }
+func (h *heldMCPCall) SessionCancelled() <-chan struct{} { return h.cancelled }
 func (h *heldMCPCall) SessionID() string                 { return h.session }
 func (h *heldMCPCall) Raw() []byte                       { return h.raw }
 
@@ -251,6 +254,14 @@ func (h *heldMCPCall) answer(option string, won func()) bool {
 	if h.answered {
 		h.mu.Unlock()
 		return false
+	}
+	select {
+	case <-h.cancelled:
+		if option != "" {
+			h.mu.Unlock()
+			return false // the turn was cancelled: nothing but cancelled answers
+		}
+	default:
 	}
 	h.answered, h.option = true, option
 	h.mu.Unlock()

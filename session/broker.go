@@ -106,6 +106,32 @@ func (e *Editor) Notify(method string, params any) error {
 // Session returns what is known of a session.
 func (e *Editor) Session(id string) Info { return e.b.tracker.info(id) }
 
+// Cancelled returns a channel closed when the editor next cancels the
+// session with session/cancel, before the cancel is relayed to the agent:
+// what the broker asks on its own about the session's turn ends with it.
+// It is nil (never closed) for a session the editor did not open.
+func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
+	if !e.b.tracker.info(sessionID).Opened {
+		return nil
+	}
+	b := e.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch, ok := b.turns[sessionID]
+	if !ok {
+		if len(b.turns) >= MaxOpenSessions {
+			for id := range b.turns { // closed sessions' leftovers
+				if !b.tracker.info(id).Opened {
+					delete(b.turns, id)
+				}
+			}
+		}
+		ch = make(chan struct{})
+		b.turns[sessionID] = ch
+	}
+	return ch
+}
+
 // Run starts the agent, relays until the agent has exited, and returns the
 // status the broker should exit with: the agent's own.
 //
@@ -228,6 +254,9 @@ type broker struct {
 	// own holds the broker's own requests to the editor awaiting answers.
 	own    map[string]chan *jsonrpc.Message
 	nextID uint64
+	// turns holds, by session, the channel Editor.Cancelled hands out for
+	// the session's current turn.
+	turns map[string]chan struct{}
 	// established holds, by editor request id, who learns which session a
 	// rewritten set-up request created.
 	established map[string]func(sessionID string)
@@ -252,6 +281,7 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		editorPending: make(map[string]json.RawMessage),
 		own:           make(map[string]chan *jsonrpc.Message),
 		established:   make(map[string]func(string)),
+		turns:         make(map[string]chan struct{}),
 	}
 }
 
@@ -653,6 +683,10 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 	}
 	var out []settledCall
 	b.mu.Lock()
+	if ch, ok := b.turns[sessionID]; ok {
+		close(ch)
+		delete(b.turns, sessionID)
+	}
 	for _, c := range b.calls {
 		if c.Session.ID != sessionID || c.Method != "session/request_permission" {
 			continue
@@ -758,12 +792,25 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 		b.mu.Unlock()
 		b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the agent's response: "+msg))
 	case h.IsResponse:
+		// Routed as editorResponse routes a response, so that it never
+		// becomes a second answer or one under the broker's id.
+		key := jsonrpc.IDKey(h.ID)
 		b.mu.Lock()
-		c := b.calls[jsonrpc.IDKey(h.ID)]
+		ch, own := b.own[key]
+		delete(b.own, key)
+		_, shadowed := b.shadows[key]
+		c := b.aliases[key]
+		if c == nil {
+			c = b.calls[key]
+		}
 		b.mu.Unlock()
-		if c != nil {
+		switch {
+		case own:
+			ch <- reparse(jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
+		case shadowed || isOwnID(h.ID):
+		case c != nil:
 			c.RespondError(jsonrpc.CodeInvalidRequest, "the editor's response: "+msg)
-		} else {
+		default:
 			b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
 		}
 	}
