@@ -235,6 +235,18 @@ func TestNullDoesNotEraseTheAnnouncement(t *testing.T) {
 			option: "allow",
 		},
 		{
+			name:   "request_adding_to_the_input_is_decided",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"n13","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}`)},
+			req:    permission(`13`, `{"toolCallId":"n13","title":"git status","rawInput":{"command":"git status","reason":"see what changed"}}`, claudeOptions),
+			option: "allow",
+		},
+		{
+			name:   "request_dropping_from_the_input_is_asked",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"n14","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status","cwd":"$ROOT"}`)},
+			req:    permission(`14`, `{"toolCallId":"n14","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),
+			answer: answer(`14`, "reject"),
+		},
+		{
 			name:   "request_filling_in_a_placeholder_is_decided",
 			before: []string{toolCallUpdate("tool_call", `"toolCallId":"n12","title":"Terminal","kind":"execute","status":"pending","rawInput":{}`)},
 			req:    permission(`12`, `{"toolCallId":"n12","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),

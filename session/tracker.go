@@ -104,7 +104,8 @@ var whatItDoes = []string{"kind", "rawInput", "locations", "content"}
 
 // disagreements compares a permission request's toolCall (fields) with
 // what the agent's updates announced. A field the announcement left empty
-// ({}, [], "") may be filled in; one it gave may only be repeated.
+// ({}, [], "") may be filled in; one it gave may only be repeated (see
+// agrees).
 func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 	var out []string
 	for _, k := range whatItDoes {
@@ -113,7 +114,7 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 		if !ok || !given || isNull(asked) || placeholder(announced) {
 			continue
 		}
-		if canonical(announced) != canonical(asked) {
+		if !agrees(announced, asked) {
 			out = append(out, fmt.Sprintf("the request's %s (%s) is not what the agent announced for tool call %q (%s)", k, brief(asked), t.ID, brief(announced)))
 		}
 	}
@@ -129,6 +130,30 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 		}
 	}
 	return out
+}
+
+// agrees reports whether a request's value repeats an announced one: the
+// same JSON value, or, for an object (rawInput), one that repeats every
+// announced member with the same value and may add others (agents add a
+// reason or a description when they ask).
+func agrees(announced, asked json.RawMessage) bool {
+	if canonical(announced) == canonical(asked) {
+		return true
+	}
+	was, err1 := jsonrpc.Members(announced)
+	is, err2 := jsonrpc.Members(asked)
+	if err1 != nil || err2 != nil || was == nil || is == nil {
+		return false
+	}
+	for k, v := range was {
+		if isNull(v) {
+			continue
+		}
+		if w, ok := is[k]; !ok || canonical(v) != canonical(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // toolName is the tool's name as the rules read it: the newer "name" field,
