@@ -300,6 +300,24 @@ func TestOneAnswer(t *testing.T) {
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})
+	t.Run("channel", func(t *testing.T) {
+		chdir := t.TempDir()
+		gate := filepath.Join(chdir, "go")
+		script := execChannel(t, chdir, `while [ ! -f `+gate+` ]; do sleep 0.01; done; echo '{"decision":"reject_once"}'`)
+		s, dir := channelBroker(t, channelCfg("both", "", script))
+		s.AgentToEditor(testPermission(2, "make build"))
+		resume := stallAgent(t, s)
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		waitAuditLine(t, dir, `"channel":"script"`)
+		s.EditorSend(allowOnce)
+		resume()
+		s.AgentExpect(rejectOnce)
+		s.EditorExpect(withdrawal)
+		noMoreForTheAgent(t, s)
+		s.Finish()
+	})
 	t.Run("timeout", func(t *testing.T) {
 		s, dir := channelBroker(t, "[ask]\ntimeout = \"2s\"\n")
 		s.AgentToEditor(testPermission(2, "make build"))

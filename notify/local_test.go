@@ -896,3 +896,19 @@ func TestLocalRefusesTheAgentsProcesses(t *testing.T) {
 		t.Errorf("a process under another broker: %q", why)
 	}
 }
+
+// TestLocalSaysWhyAPromptWasWithdrawn: a prompt whose asker withdrew it with
+// a cause of its own (a cancelled turn) refuses answers in those words.
+func TestLocalSaysWhyAPromptWasWithdrawn(t *testing.T) {
+	l, _ := localListen(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := execTestPrompt()
+	p.Digest = "d2"
+	done := localStartAsk(t, l, ctx, p)
+	cancel(errors.New("withdrawn: the turn was cancelled"))
+	<-done
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Decision: "allow_once"})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "the turn was cancelled") {
+		t.Fatalf("an answer to a withdrawn prompt: %+v, %v", resp, err)
+	}
+}
