@@ -333,6 +333,12 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 				b.intercept(frame)
 				continue
 			}
+			// Any other request reusing the id of a withdrawn prompt gets
+			// the editor's answers to that id again: a late permission
+			// outcome then reaches it too, but no permission request does.
+			b.mu.Lock()
+			b.unshadowLocked(m.IDKey())
+			b.mu.Unlock()
 		case jsonrpc.Response:
 			b.tracker.agentResponse(m)
 			b.mu.Lock()
