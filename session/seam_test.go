@@ -300,3 +300,32 @@ func TestEditorAnswersTwice(t *testing.T) {
 	h.send(`{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	h.sync("after")
 }
+
+// TestReusedIDOfAWithdrawnPromptGoesUnderAFreshID: a terminal/create that
+// reuses the id of a permission request the broker answered and withdrew
+// reaches the editor under an id of the broker's, and the editor's answer to
+// that id reaches the agent under the agent's; the late answer to the old
+// prompt is dropped.
+func TestReusedIDOfAWithdrawnPromptGoesUnderAFreshID(t *testing.T) {
+	p := newHoldPolicy()
+	h := startBroker(t, p)
+	req := permissionRequest("8", "s1", "a")
+	h.agentSends(req)
+	first := p.next(t)
+	first.Forward(nil)
+	h.expect(req)
+	first.RespondCancelled()
+	// The withdrawal and the agent's report of its answer race to the editor.
+	got := map[string]bool{h.next(): true, h.next(): true}
+	if !got[`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":8}}`] || !got[received(`{"jsonrpc":"2.0","id":8,"result":{"outcome":{"outcome":"cancelled"}}}`)] {
+		t.Fatalf("editor got %v", got)
+	}
+
+	h.agentSends(`{"jsonrpc":"2.0","id":8,"method":"terminal/create","params":{"sessionId":"s1","command":"ls"}}`)
+	p.next(t).Forward(nil)
+	h.expect(`{"jsonrpc":"2.0","id":"acp-broker-1","method":"terminal/create","params":{"sessionId":"s1","command":"ls"}}`)
+	h.send(`{"jsonrpc":"2.0","id":8,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`) // late, for the old prompt
+	h.send(`{"jsonrpc":"2.0","id":"acp-broker-1","result":{"terminalId":"t1"}}`)
+	h.expectAgentReceived(`{"jsonrpc":"2.0","id":8,"result":{"terminalId":"t1"}}`)
+	h.sync("after")
+}
