@@ -210,6 +210,8 @@ func TestDefendTerminalCommandLine(t *testing.T) {
 	}
 	s := startFake(t, options{broker: true, brokerArgs: []string{"--log-level", "warn", "--audit", "off", "--config", cfg},
 		env: []string{"XDG_STATE_HOME=" + t.TempDir()}})
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	s.AgentToEditor(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}`)
 	s.AgentSend(`{"jsonrpc":"2.0","id":7,"method":"terminal/create","params":{"sessionId":"s1","command":"git status && git push --force origin main"}}`)
 	reply := s.AgentRecv()
 	if !strings.Contains(reply, `"id":7`) || !strings.Contains(reply, "acp-broker denied this: rule no-force") || strings.HasSuffix(reply, `: "}}`) {

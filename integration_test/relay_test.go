@@ -272,6 +272,10 @@ func testMaxMessageSize(t *testing.T, flag string, limit, size int) {
 	s.EditorToAgent(sized(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"`, `"}]}}`, limit))
 	s.AgentToEditor(`{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}`)
 
+	// The fs/write_text_file requests below name a session the editor opened.
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":"new-s","method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
+	s.AgentToEditor(`{"jsonrpc":"2.0","id":"new-s","result":{"sessionId":"s"}}`)
+
 	t.Log("an oversized request from the agent")
 	s.AgentSend(sized(`{"jsonrpc":"2.0","id":77,"method":"fs/write_text_file","params":{"sessionId":"s","path":"/big","content":"`, `"}}`, size), agentProbe)
 	s.EditorExpect(agentProbe)

@@ -35,6 +35,11 @@ const (
 // peer cannot wedge the other. (A variable for the tests.)
 var localIOTimeout = 5 * time.Second
 
+// localGuarded is the process whose whole tree the local channel refuses to
+// serve: the broker's own, which its agent runs under. (A variable for the
+// tests, which answer from the process that listens.)
+var localGuarded = os.Getpid
+
 // LocalName is the local channel's name.
 const LocalName = "local"
 
@@ -100,7 +105,11 @@ func checkPrivateDir(dir string) error {
 //
 // The broker serves only peers of its own user, checked with the socket's
 // peer credentials (SO_PEERCRED; on systems other than Linux it serves
-// nobody), not just the file modes. It takes an answer only for a request
+// nobody), not just the file modes, and never the agent's own processes:
+// a peer whose parent chain reaches this broker or another one listening
+// in the same directory is refused, for answers and for lists alike (the
+// broker is its agent's child subreaper, so a process whose parent exited
+// is still found under it). It takes an answer only for a request
 // still pending, with that request's digest, naming an offered option; the
 // first such answer is the one, and every later one is refused.
 type Local struct {
@@ -353,10 +362,69 @@ func (l *Local) handle(conn *net.UnixConn) {
 			resp.Error = "reading the request: " + err.Error()
 			break
 		}
+		if why := l.agentsProcess(pid); why != "" {
+			resp.Error = "permission denied: " + why
+			l.refused(line, why)
+			break
+		}
 		resp = l.serveRequest(line, fmt.Sprintf("uid %d pid %d", uid, pid))
 	}
 	out, _ := json.Marshal(resp)
 	_, _ = conn.Write(append(out, '\n'))
+}
+
+// agentsProcess says why pid must not be served: it is this broker, or one
+// of the processes under it or under another broker listening in the same
+// directory (an agent's, whichever broker runs it), or its parent chain
+// cannot be read. It returns "" for a process of the user's that is none
+// of these.
+func (l *Local) agentsProcess(pid int) string {
+	chain, err := peercred.Ancestry(pid)
+	if err != nil {
+		return fmt.Sprintf("cannot tell whether pid %d is one of an agent's processes: %v", pid, err)
+	}
+	dir, guarded := filepath.Dir(l.path), localGuarded()
+	for _, p := range chain {
+		if p == guarded {
+			return fmt.Sprintf("pid %d runs under this broker (pid %d): an agent's processes cannot answer or list its prompts", pid, guarded)
+		}
+		sock := filepath.Join(dir, strconv.Itoa(p)+".sock")
+		if sock == l.path {
+			continue
+		}
+		if fi, err := os.Lstat(sock); err == nil && fi.Mode().Type() == fs.ModeSocket && !deadSocket(sock) {
+			return fmt.Sprintf("pid %d runs under the broker with pid %d: an agent's processes cannot answer or list prompts", pid, p)
+		}
+	}
+	return ""
+}
+
+// refused tells the prompt a refused answer was for, if it is pending,
+// that an answer to it was refused and why.
+func (l *Local) refused(line []byte, why string) {
+	var req localRequest
+	if json.Unmarshal(line, &req) != nil || req.Op != "answer" {
+		return
+	}
+	l.mu.Lock()
+	a := l.pending[req.ID]
+	l.mu.Unlock()
+	if a == nil {
+		return
+	}
+	if report, ok := a.ctx.Value(refusalsKey{}).(func(string)); ok {
+		report(why)
+	}
+}
+
+type refusalsKey struct{}
+
+// WithRefusals returns a copy of ctx for Local.Ask that carries report:
+// each time the local channel refuses an answer to the prompt because of
+// who sent it (one of an agent's processes), it calls report with why, so
+// that the request's audit line can say so.
+func WithRefusals(ctx context.Context, report func(why string)) context.Context {
+	return context.WithValue(ctx, refusalsKey{}, report)
 }
 
 // serveRequest answers one request line from a peer of the user's own.

@@ -819,3 +819,96 @@ func FuzzLocalRequest(f *testing.F) {
 		}
 	})
 }
+
+// The tests answer from the process that listens; only the test below
+// guards it as a broker does.
+func init() { localGuarded = func() int { return 0 } }
+
+// TestLocalRefusesTheAgentsProcesses: a peer whose parent chain reaches the
+// broker (here: the test process itself, and a child of it) or another
+// broker listening in the same directory cannot answer or list; the refusal
+// reaches the prompt's reporter and the prompt stays pending.
+func TestLocalRefusesTheAgentsProcesses(t *testing.T) {
+	l, dir := localListen(t)
+	localGuarded = os.Getpid
+	defer func() { localGuarded = func() int { return 0 } }()
+
+	var refusals []string
+	var mu sync.Mutex
+	ctx := WithRefusals(context.Background(), func(why string) {
+		mu.Lock()
+		refusals = append(refusals, why)
+		mu.Unlock()
+	})
+	p := execTestPrompt()
+	p.Digest = "d1"
+	done := localStartAsk(t, l, ctx, p)
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Decision: "allow_always"})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "runs under this broker") {
+		t.Fatalf("an answer from the broker's own tree: %+v, %v", resp, err)
+	}
+	if _, err := ListPending(dir); err == nil || !strings.Contains(err.Error(), "runs under this broker") {
+		t.Fatalf("a list from the broker's own tree: %v", err)
+	}
+	mu.Lock()
+	if len(refusals) != 1 || !strings.Contains(refusals[0], fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("refusals reported = %q", refusals)
+	}
+	mu.Unlock()
+	select {
+	case r := <-done:
+		t.Fatalf("the prompt ended: %+v", r)
+	default:
+	}
+
+	child := exec.Command("sleep", "5")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	if why := l.agentsProcess(child.Process.Pid); !strings.Contains(why, "runs under this broker") {
+		t.Errorf("a child of the broker: %q", why)
+	}
+	if why := l.agentsProcess(os.Getppid()); why != "" {
+		t.Errorf("a process the broker did not start: %q", why)
+	}
+	if why := l.agentsProcess(1 << 30); !strings.Contains(why, "cannot tell") {
+		t.Errorf("a process that is gone: %q", why)
+	}
+
+	// Under another broker: a live socket named after an ancestor.
+	localGuarded = func() int { return 0 }
+	other, err := net.Listen("unix", filepath.Join(dir, strconv.Itoa(os.Getppid())+".sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go func() {
+		for {
+			c, err := other.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	if why := l.agentsProcess(os.Getpid()); !strings.Contains(why, fmt.Sprintf("the broker with pid %d", os.Getppid())) {
+		t.Errorf("a process under another broker: %q", why)
+	}
+}
+
+// TestLocalSaysWhyAPromptWasWithdrawn: a prompt whose asker withdrew it with
+// a cause of its own (a cancelled turn) refuses answers in those words.
+func TestLocalSaysWhyAPromptWasWithdrawn(t *testing.T) {
+	l, _ := localListen(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := execTestPrompt()
+	p.Digest = "d2"
+	done := localStartAsk(t, l, ctx, p)
+	cancel(errors.New("withdrawn: the turn was cancelled"))
+	<-done
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Decision: "allow_once"})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "the turn was cancelled") {
+		t.Fatalf("an answer to a withdrawn prompt: %+v, %v", resp, err)
+	}
+}

@@ -612,6 +612,9 @@ func retractionText(cause error) string {
 	if errors.Is(cause, context.DeadlineExceeded) {
 		return "timed out"
 	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause.Error() // the asker's own words, e.g. a cancelled turn
+	}
 	return "withdrawn"
 }
 

@@ -134,8 +134,18 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			}()
 		}
 	}
+	var refusedMu sync.Mutex
+	var refused []string
 	if a.Local != nil {
-		go e.askChannel(ctx, withdraw, c, a.Local, 0, prompt, rec, win)
+		// Answers the local channel refuses for who sent them (the agent's
+		// own processes) are named in the audit line.
+		localCtx := notify.WithRefusals(ctx, func(why string) {
+			e.Log.Warn("refused a local answer", "prompt", prompt.ID, "why", why)
+			refusedMu.Lock()
+			refused = append(refused, "local: "+why)
+			refusedMu.Unlock()
+		})
+		go e.askChannel(localCtx, withdraw, c, a.Local, 0, prompt, rec, win)
 	}
 	switch {
 	case a.Route == "channels" || a.Route == "both":
@@ -174,12 +184,10 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 				}
 				return
 			case <-cancelled:
-				cancelled = nil
-				if !channelsAsked.Load() && toEditor {
-					continue // only the editor has it, and it saw the cancel
-				}
 				// The editor cancelled the turn: every prompt of it is
-				// withdrawn and the agent answered cancelled.
+				// withdrawn and the agent answered cancelled. (The broker
+				// has already answered an agent's request itself, before
+				// anything else could: see the audit line below.)
 				withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
 				r := rec
 				r.Decision, r.Source = "cancelled", "cancel"
@@ -201,7 +209,15 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		default:
 			r = rec
 			r.Decision = "unanswered"
+			select {
+			case <-c.SessionCancelled():
+				r.Decision, r.Source = "cancelled", "cancel"
+			default:
+			}
 		}
+		refusedMu.Lock()
+		r.Refused = refused
+		refusedMu.Unlock()
 		r.Latency = ms(time.Since(start))
 		e.write(r)
 	}()

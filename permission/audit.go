@@ -46,6 +46,9 @@ type Record struct {
 	// option, what that answer would remember (each entry's matcher), or
 	// "nothing (why)".
 	Always string `json:"always,omitempty"`
+	// Refused lists the answers refused for this request and why: an
+	// answer on the local socket from one of the agent's own processes.
+	Refused []string `json:"refused,omitempty"`
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.
 	Remembered string `json:"remembered,omitempty"`

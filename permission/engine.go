@@ -145,6 +145,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		if c.ToolCall.Ambiguous {
 			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
 		}
+		req.Conflicts = append(req.Conflicts, c.ToolCall.Disagreements...)
 	} else {
 		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
 	}
@@ -152,6 +153,11 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		// Two toolCall or options members: the editor may show one and the
 		// broker judge the other.
 		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
+	}
+	if !c.Session.Opened {
+		// Without the session's directory its project rules and every ./
+		// rule are missing: what still denies does, nothing is allowed.
+		req.NotUnderstood = append(req.NotUnderstood, unopened(c.Session.ID))
 	}
 	describe(&rec, req)
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
@@ -422,6 +428,14 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 // and says which approval would cover it ("" for none).
 func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage, prepare func(*rules.Request) string) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
+	if !c.Session.Opened {
+		// Its directory, and so its rules, are unknown.
+		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "unknown session", unopened(c.Session.ID)
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker refused this: "+unopened(c.Session.ID))
+		rec.Latency = ms(time.Since(start))
+		e.write(rec)
+		return
+	}
 	// refuse answers with an error saying why; the audit line says the
 	// same unless the record already has a reason.
 	refuse := func(source, why string) {
@@ -524,6 +538,15 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 			c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: it was not allowed when the broker asked (rejected, or nobody answered in time)")
 		}
 	}()
+}
+
+// unopened says why a request of a session the editor did not open (or
+// closed, or never named) is not decided by the rules.
+func unopened(id string) string {
+	if id == "" {
+		return "the request names no session"
+	}
+	return fmt.Sprintf("the editor did not open session %q (or closed it)", id)
 }
 
 func ruleName(r *rules.Rule) string {

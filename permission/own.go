@@ -77,7 +77,7 @@ func (e *Engine) askOwn(ctx context.Context, ed *session.Editor, o ownPrompt, re
 	raw, _ := json.Marshal(params)
 	hctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	h := &heldPrompt{ctx: hctx, cancel: cancel, ed: ed, session: o.session, params: params, raw: raw}
+	h := &heldPrompt{ctx: hctx, cancel: cancel, ed: ed, session: o.session, params: params, raw: raw, cancelled: ed.Cancelled(o.session)}
 	e.ask(h, permissionParams{SessionID: o.session, ToolCall: raw, Options: options}, req, rec, start, source, reason, remember)
 	<-hctx.Done()
 	// The editor's prompt, if it had one, is withdrawn before the held
@@ -96,6 +96,9 @@ type heldPrompt struct {
 	session string
 	params  map[string]any
 	raw     []byte
+	// cancelled is closed when the editor cancels the session's turn:
+	// from then on only "cancelled" can answer the request.
+	cancelled <-chan struct{}
 
 	mu        sync.Mutex
 	forwarded bool
@@ -108,7 +111,7 @@ type heldPrompt struct {
 func (h *heldPrompt) wait() { h.asking.Wait() }
 
 func (h *heldPrompt) Context() context.Context          { return h.ctx }
-func (h *heldPrompt) SessionCancelled() <-chan struct{} { return nil }
+func (h *heldPrompt) SessionCancelled() <-chan struct{} { return h.cancelled }
 func (h *heldPrompt) SessionID() string                 { return h.session }
 func (h *heldPrompt) Raw() []byte                       { return h.raw }
 
@@ -159,6 +162,14 @@ func (h *heldPrompt) answer(option string, won func()) bool {
 	if h.answered {
 		h.mu.Unlock()
 		return false
+	}
+	select {
+	case <-h.cancelled:
+		if option != "" {
+			h.mu.Unlock()
+			return false // the turn was cancelled: nothing but cancelled answers
+		}
+	default:
 	}
 	h.answered, h.option = true, option
 	h.mu.Unlock()

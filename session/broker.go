@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,9 +39,9 @@ const DefaultMaxMessageSize = 64 << 20
 // broker can never be taken for answers to the agent or the other way round.
 const ownIDPrefix = "acp-broker-"
 
-// maxWithdrawn bounds the ids of withdrawn editor prompts whose late answers
-// are still expected.
-const maxWithdrawn = 4096
+// maxShadows bounds the ids of answered editor prompts remembered so that
+// the editor's late or repeated answers to them are dropped.
+const maxShadows = 4096
 
 // Options configure Run.
 type Options struct {
@@ -104,6 +105,32 @@ func (e *Editor) Notify(method string, params any) error {
 
 // Session returns what is known of a session.
 func (e *Editor) Session(id string) Info { return e.b.tracker.info(id) }
+
+// Cancelled returns a channel closed when the editor next cancels the
+// session with session/cancel, before the cancel is relayed to the agent:
+// what the broker asks on its own about the session's turn ends with it.
+// It is nil (never closed) for a session the editor did not open.
+func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
+	if !e.b.tracker.info(sessionID).Opened {
+		return nil
+	}
+	b := e.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch, ok := b.turns[sessionID]
+	if !ok {
+		if len(b.turns) >= MaxOpenSessions {
+			for id := range b.turns { // closed sessions' leftovers
+				if !b.tracker.info(id).Opened {
+					delete(b.turns, id)
+				}
+			}
+		}
+		ch = make(chan struct{})
+		b.turns[sessionID] = ch
+	}
+	return ch
+}
 
 // Run starts the agent, relays until the agent has exited, and returns the
 // status the broker should exit with: the agent's own.
@@ -211,16 +238,25 @@ type broker struct {
 	mu sync.Mutex
 	// calls holds the intercepted agent requests not yet answered, by id.
 	calls map[string]*Call
-	// withdrawn holds the ids of forwarded requests the broker answered
-	// itself; the editor's late answers to them are dropped.
-	withdrawn      map[string]struct{}
-	withdrawnOrder []string
+	// shadows holds the ids of forwarded requests that are answered, so
+	// that an answer from the editor for them is dropped, never relayed:
+	// true while the editor's answer is still expected (the broker answered
+	// and withdrew the prompt), false once it came (or the editor answered
+	// first). A call leaves calls and enters shadows in one step under mu.
+	shadows     map[string]bool
+	shadowOrder []string
+	// aliases holds, by the broker's own id, the calls forwarded under one
+	// because the agent reused a shadowed id.
+	aliases map[string]*Call
 	// editorPending holds the editor's requests the agent has not answered,
 	// so they can be failed if the agent exits.
 	editorPending map[string]json.RawMessage
 	// own holds the broker's own requests to the editor awaiting answers.
 	own    map[string]chan *jsonrpc.Message
 	nextID uint64
+	// turns holds, by session, the channel Editor.Cancelled hands out for
+	// the session's current turn.
+	turns map[string]chan struct{}
 	// established holds, by editor request id, who learns which session a
 	// rewritten set-up request created.
 	established map[string]func(sessionID string)
@@ -240,10 +276,12 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		proc:          proc,
 		editorGone:    make(chan struct{}),
 		calls:         make(map[string]*Call),
-		withdrawn:     make(map[string]struct{}),
+		shadows:       make(map[string]bool),
+		aliases:       make(map[string]*Call),
 		editorPending: make(map[string]json.RawMessage),
 		own:           make(map[string]chan *jsonrpc.Message),
 		established:   make(map[string]func(string)),
+		turns:         make(map[string]chan struct{}),
 	}
 }
 
@@ -295,6 +333,12 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 				b.intercept(frame)
 				continue
 			}
+			// Any other request reusing the id of a withdrawn prompt gets
+			// the editor's answers to that id again: a late permission
+			// outcome then reaches it too, but no permission request does.
+			b.mu.Lock()
+			b.unshadowLocked(m.IDKey())
+			b.mu.Unlock()
 		case jsonrpc.Response:
 			b.tracker.agentResponse(m)
 			b.mu.Lock()
@@ -383,12 +427,14 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 			}
 			continue
 		case jsonrpc.Notification:
-			b.toAgent("editor->agent", frame)
+			var cancelled []settledCall
 			if m.Method == "session/cancel" {
 				if id, ok := jsonrpc.String(m.Params, "sessionId"); ok {
-					b.cancelSession(id)
+					cancelled = b.cancelSession(id)
 				}
 			}
+			b.toAgent("editor->agent", frame)
+			b.deliverCancelled(cancelled)
 			continue
 		case jsonrpc.Response:
 			if b.editorResponse(m) {
@@ -436,7 +482,8 @@ func (b *broker) rewrite(m *jsonrpc.Message, frame []byte) (outgoing, bool) {
 
 // editorResponse routes a response from the editor that is not the agent's
 // business: answers to the broker's own requests, to intercepted calls, and
-// late answers to withdrawn prompts. It reports whether it took the response.
+// late or repeated answers to prompts already answered. It reports whether
+// it took the response.
 func (b *broker) editorResponse(m *jsonrpc.Message) bool {
 	key := m.IDKey()
 	b.mu.Lock()
@@ -447,41 +494,120 @@ func (b *broker) editorResponse(m *jsonrpc.Message) bool {
 		ch <- reparse(m.Raw)
 		return true
 	}
-	if _, ok := b.withdrawn[key]; ok {
-		delete(b.withdrawn, key)
+	if awaiting, ok := b.shadows[key]; ok {
+		b.shadows[key] = false
 		b.mu.Unlock()
-		b.trace.record("editor->broker", m.Raw, "dropped: the request was already answered")
-		b.log.Debug("dropped the editor's answer to a withdrawn request", "id", string(m.ID))
+		if awaiting {
+			b.trace.record("editor->broker", m.Raw, "dropped: the request was already answered")
+			b.log.Debug("dropped the editor's answer to a withdrawn request", "id", string(m.ID))
+		} else {
+			b.trace.record("editor->broker", m.Raw, "dropped: the editor already answered this request")
+			b.log.Warn("dropped a second answer from the editor to one request", "id", string(m.ID))
+		}
 		return true
 	}
-	c, ok := b.calls[key]
-	b.mu.Unlock()
-	if !ok {
+	c := b.aliases[key]
+	if c == nil {
+		c = b.calls[key]
+	}
+	if c == nil {
+		b.mu.Unlock()
+		if isOwnID(m.ID) {
+			// No agent request has such an id: it answers one of the
+			// broker's own that is no longer waiting.
+			b.trace.record("editor->broker", m.Raw, "dropped: no request of the broker's waits for it")
+			return true
+		}
 		return false
 	}
-	if !c.isForwarded() {
-		// The editor was never asked; an answer it makes up must not reach
-		// the agent.
+	c.mu.Lock()
+	forwardedHere := c.state == forwarded && jsonrpc.IDKey(c.editorID) == key
+	c.mu.Unlock()
+	if !forwardedHere {
+		b.mu.Unlock()
+		// The editor was never asked under this id; an answer it makes up
+		// must not reach the agent.
 		b.trace.record("editor->broker", m.Raw, "dropped: not a request the editor was sent")
 		b.log.Warn("dropped an editor answer to a request it was never sent", "id", string(m.ID))
 		return true
 	}
+	b.settleLocked(c, false)
+	b.mu.Unlock()
 	c.editorAnswered(reparse(m.Raw))
 	return true
+}
+
+// settle marks a call answered by the broker. In the same step, under
+// b.mu, the call leaves the table and, if the editor was sent it, its id
+// is shadowed, so that an answer from the editor arriving at any moment
+// after is dropped and never relayed as a second answer. It reports the
+// state before, and false if the call was already answered.
+func (b *broker) settle(c *Call) (callState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.settleLocked(c, true)
+}
+
+func (b *broker) settleLocked(c *Call, editorAwaited bool) (callState, bool) {
+	c.mu.Lock()
+	prev := c.state
+	if prev == answered {
+		c.mu.Unlock()
+		return prev, false
+	}
+	c.state = answered
+	c.mu.Unlock()
+	if key := jsonrpc.IDKey(c.ID); b.calls[key] == c {
+		delete(b.calls, key)
+	}
+	if prev == forwarded {
+		key := jsonrpc.IDKey(c.editorID)
+		delete(b.aliases, key)
+		b.shadowLocked(key, editorAwaited)
+	}
+	return prev, true
+}
+
+// shadowLocked remembers an answered prompt's id; awaiting says whether the
+// editor's answer to it is still expected.
+func (b *broker) shadowLocked(key string, awaiting bool) {
+	if _, ok := b.shadows[key]; !ok {
+		if len(b.shadowOrder) >= maxShadows {
+			delete(b.shadows, b.shadowOrder[0])
+			b.shadowOrder = b.shadowOrder[1:]
+		}
+		b.shadowOrder = append(b.shadowOrder, key)
+	}
+	b.shadows[key] = awaiting
+}
+
+func (b *broker) unshadowLocked(key string) {
+	if _, ok := b.shadows[key]; ok {
+		delete(b.shadows, key)
+		if i := slices.Index(b.shadowOrder, key); i >= 0 {
+			b.shadowOrder = slices.Delete(b.shadowOrder, i, i+1)
+		}
+	}
+}
+
+// ownIDLocked returns a fresh id in the broker's namespace.
+func (b *broker) ownIDLocked() string {
+	b.nextID++
+	return fmt.Sprintf("%s%d", ownIDPrefix, b.nextID)
 }
 
 // intercept hands an agent request to the Policy.
 func (b *broker) intercept(frame []byte) {
 	raw := clone(frame)
 	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
 	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
 	if sessionID != "" {
 		c.Session = b.tracker.info(sessionID)
 		if m.Method == "session/request_permission" {
 			if tc, ok := jsonrpc.Field(m.Params, "toolCall"); ok {
-				c.ToolCall = b.tracker.mergeToolCall(sessionID, tc)
+				c.ToolCall = b.tracker.mergeToolCall(sessionID, tc, true)
 			}
 		}
 	}
@@ -493,7 +619,7 @@ func (b *broker) intercept(frame []byte) {
 	}
 	b.mu.Unlock()
 	if dup {
-		cancel()
+		cancel(nil)
 		b.log.Warn("refused an agent request whose id is still in use", "id", string(m.ID), "method", m.Method)
 		b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, "request id is already in use by an unanswered request"))
 		return
@@ -502,29 +628,9 @@ func (b *broker) intercept(frame []byte) {
 	b.policy.Intercept(c)
 }
 
-// endCall forgets an answered call and tells whoever waits on it.
-func (b *broker) endCall(c *Call) {
-	key := jsonrpc.IDKey(c.ID)
-	b.mu.Lock()
-	if b.calls[key] == c {
-		delete(b.calls, key)
-	}
-	b.mu.Unlock()
-	c.cancel()
-}
-
-// withdrawFromEditor retracts a request the editor was sent and the broker
-// has since answered itself.
-func (b *broker) withdrawFromEditor(id json.RawMessage) {
-	key := jsonrpc.IDKey(id)
-	b.mu.Lock()
-	if len(b.withdrawnOrder) >= maxWithdrawn {
-		delete(b.withdrawn, b.withdrawnOrder[0])
-		b.withdrawnOrder = b.withdrawnOrder[1:]
-	}
-	b.withdrawn[key] = struct{}{}
-	b.withdrawnOrder = append(b.withdrawnOrder, key)
-	b.mu.Unlock()
+// cancelEditorRequest retracts a request the editor was sent and the
+// broker has since answered itself (its id is already shadowed).
+func (b *broker) cancelEditorRequest(id json.RawMessage) {
 	frame, err := jsonrpc.NewNotification("$/cancel_request", map[string]json.RawMessage{"requestId": id})
 	if err == nil {
 		b.toEditor("broker->editor", frame)
@@ -533,8 +639,9 @@ func (b *broker) withdrawFromEditor(id json.RawMessage) {
 
 // agentCancelled handles the agent's $/cancel_request. A request only the
 // broker holds is answered at once with -32800 and the editor never hears of
-// it; for any other request the notification is relayed. It reports whether
-// the notification was consumed.
+// it; for any other request the notification is relayed (under the id the
+// editor knows the request by). It reports whether the notification was
+// consumed.
 func (b *broker) agentCancelled(params json.RawMessage) bool {
 	id, ok := jsonrpc.Field(params, "requestId")
 	if !ok {
@@ -543,39 +650,79 @@ func (b *broker) agentCancelled(params json.RawMessage) bool {
 	b.mu.Lock()
 	c, ok := b.calls[jsonrpc.IDKey(id)]
 	b.mu.Unlock()
-	if !ok || c.isForwarded() {
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	state, editorID := c.state, c.editorID
+	c.mu.Unlock()
+	switch {
+	case state == forwarded && jsonrpc.IDKey(editorID) != jsonrpc.IDKey(c.ID):
+		b.cancelEditorRequest(editorID)
+		return true
+	case state != held:
 		return false
 	}
 	c.RespondError(jsonrpc.CodeRequestCanceled, "request cancelled by the agent")
 	return true
 }
 
-// cancelSession answers every permission request of the session that only
-// the broker holds with the cancelled outcome, as ACP requires of a client
-// after session/cancel. Requests the editor was sent are the editor's to
-// answer: it saw the same session/cancel.
-func (b *broker) cancelSession(sessionID string) {
+// settledCall is a call cancelSession answered, to be delivered.
+type settledCall struct {
+	c     *Call
+	prev  callState
+	frame []byte
+}
+
+// cancelSession answers every pending permission request of the session
+// with the cancelled outcome, as ACP requires of a client after
+// session/cancel: the ones only the broker holds and the ones the editor
+// was sent alike (the editor's own cancelled answer is then dropped as
+// late), so no answer from a channel, the local socket or a timeout can
+// reach the agent after the cancel. It settles them all in one step and
+// ends their contexts; deliverCancelled sends the answers, once the
+// session/cancel itself is relayed.
+func (b *broker) cancelSession(sessionID string) []settledCall {
+	frame := func(c *Call) []byte {
+		f, _ := jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "cancelled"}})
+		return f
+	}
+	var out []settledCall
 	b.mu.Lock()
-	var calls []*Call
+	if ch, ok := b.turns[sessionID]; ok {
+		close(ch)
+		delete(b.turns, sessionID)
+	}
 	for _, c := range b.calls {
-		if c.Session.ID == sessionID && c.Method == "session/request_permission" {
-			calls = append(calls, c)
+		if c.Session.ID != sessionID || c.Method != "session/request_permission" {
+			continue
+		}
+		if prev, ok := b.settleLocked(c, true); ok {
+			out = append(out, settledCall{c, prev, frame(c)})
 		}
 	}
 	b.mu.Unlock()
-	for _, c := range calls {
-		c.sessionCancelledOnce.Do(func() { close(c.sessionCancelled) })
-		if !c.isForwarded() {
-			c.RespondCancelled()
-		}
+	for _, s := range out {
+		s.c.sessionCancelledOnce.Do(func() { close(s.c.sessionCancelled) })
+		s.c.cancel(ErrSessionCancelled)
+	}
+	return out
+}
+
+// deliverCancelled sends the agent the answers cancelSession settled. The
+// editor's prompts are not withdrawn with $/cancel_request: session/cancel
+// itself tells the editor to answer them cancelled, and those answers are
+// dropped as late.
+func (b *broker) deliverCancelled(calls []settledCall) {
+	for _, s := range calls {
+		b.toAgent("broker->agent", s.frame)
 	}
 }
 
 // requestEditor sends a request of the broker's own to the editor.
 func (b *broker) requestEditor(ctx context.Context, method string, params any) (*jsonrpc.Message, error) {
 	b.mu.Lock()
-	b.nextID++
-	id := fmt.Sprintf("%s%d", ownIDPrefix, b.nextID)
+	id := b.ownIDLocked()
 	key := jsonrpc.IDKey(jsonrpc.Quote(id))
 	ch := make(chan *jsonrpc.Message, 1)
 	b.own[key] = ch
@@ -597,11 +744,14 @@ func (b *broker) requestEditor(ctx context.Context, method string, params any) (
 	b.mu.Lock()
 	_, unanswered := b.own[key]
 	delete(b.own, key)
-	b.mu.Unlock()
 	if unanswered {
 		// The editor may still show it: withdrawn, and a late answer is
 		// dropped rather than taken for one to the agent.
-		b.withdrawFromEditor(jsonrpc.Quote(id))
+		b.shadowLocked(key, true)
+	}
+	b.mu.Unlock()
+	if unanswered {
+		b.cancelEditorRequest(jsonrpc.Quote(id))
 	}
 	return nil, err
 }
@@ -621,7 +771,7 @@ func (b *broker) agentExited(code int) {
 		b.toEditor("broker->editor", jsonrpc.NewError(id, jsonrpc.CodeServerError, msg))
 	}
 	for _, c := range calls {
-		c.cancel()
+		c.cancel(nil)
 	}
 }
 
@@ -648,12 +798,25 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 		b.mu.Unlock()
 		b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the agent's response: "+msg))
 	case h.IsResponse:
+		// Routed as editorResponse routes a response, so that it never
+		// becomes a second answer or one under the broker's id.
+		key := jsonrpc.IDKey(h.ID)
 		b.mu.Lock()
-		c := b.calls[jsonrpc.IDKey(h.ID)]
+		ch, own := b.own[key]
+		delete(b.own, key)
+		_, shadowed := b.shadows[key]
+		c := b.aliases[key]
+		if c == nil {
+			c = b.calls[key]
+		}
 		b.mu.Unlock()
-		if c != nil {
+		switch {
+		case own:
+			ch <- reparse(jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
+		case shadowed || isOwnID(h.ID):
+		case c != nil:
 			c.RespondError(jsonrpc.CodeInvalidRequest, "the editor's response: "+msg)
-		} else {
+		default:
 			b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
 		}
 	}

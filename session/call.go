@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -58,21 +59,25 @@ type Call struct {
 	raw    []byte
 	b      *broker
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
 	state    callState
 	onAnswer func(answer *jsonrpc.Message)
+	// editorID is the id the editor was sent the request with: the agent's
+	// own, or one of the broker's when the agent's id is still shadowed by
+	// a withdrawn prompt of the same id (see Forward).
+	editorID json.RawMessage
 
 	sessionCancelled     chan struct{}
 	sessionCancelledOnce sync.Once
 }
 
 // SessionCancelled is closed when the editor cancels the call's session
-// with session/cancel. A call only the broker holds is then answered
-// cancelled at once; a call the editor was sent is the editor's to answer,
-// but a policy that also asked elsewhere withdraws those prompts and may
-// answer it cancelled itself.
+// with session/cancel. The broker has then already answered a permission
+// request cancelled, whoever else was asked: the call's Context ends (its
+// cause is ErrSessionCancelled) before the editor's next message is read,
+// so no answer from anywhere else can reach the agent after the cancel.
 func (c *Call) SessionCancelled() <-chan struct{} { return c.sessionCancelled }
 
 // CurrentToolCall is the merged view of the call's tool call now: later
@@ -85,6 +90,10 @@ func (c *Call) CurrentToolCall() *ToolCall {
 	}
 	return c.b.tracker.toolCall(c.Session.ID, c.ToolCall.ID)
 }
+
+// ErrSessionCancelled is the cause of a call's Context when the editor
+// cancelled its session.
+var ErrSessionCancelled = errors.New("withdrawn: the turn was cancelled")
 
 // SessionID is the id of the call's session, "" when it names none.
 func (c *Call) SessionID() string { return c.Session.ID }
@@ -100,16 +109,43 @@ func (c *Call) Raw() []byte { return c.raw }
 // then goes to the agent, unchanged, unless the call was answered first;
 // onAnswer, if not nil, sees it just before. Forward reports false if the
 // call was already forwarded or answered.
+//
+// One exception: when the agent reuses the id of a prompt the broker
+// withdrew and the editor has not answered yet, the editor's answer to the
+// old prompt could be taken for an answer to the new request. The request
+// then goes to the editor as one of the broker's own, with a fresh id, and
+// the answer to that id goes to the agent under the agent's id.
 func (c *Call) Forward(onAnswer func(answer *jsonrpc.Message)) bool {
+	b := c.b
+	b.mu.Lock()
 	c.mu.Lock()
 	if c.state != held {
 		c.mu.Unlock()
+		b.mu.Unlock()
 		return false
 	}
 	c.state = forwarded
 	c.onAnswer = onAnswer
+	frame, dir, note := c.raw, "agent->editor", ""
+	key := jsonrpc.IDKey(c.ID)
+	if awaiting, shadowed := b.shadows[key]; shadowed && awaiting {
+		c.editorID = jsonrpc.Quote(b.ownIDLocked())
+		b.aliases[jsonrpc.IDKey(c.editorID)] = c
+		frame, dir = withID(c.raw, c.editorID), "broker->editor"
+		note = "forwarded as " + string(c.editorID) + ": the editor may still answer a withdrawn prompt with id " + string(c.ID)
+	} else {
+		// The editor answered the old prompt already: nothing late can
+		// come, and the id is the agent's again.
+		b.unshadowLocked(key)
+		c.editorID = c.ID
+	}
 	c.mu.Unlock()
-	c.b.toEditor("agent->editor", c.raw)
+	b.mu.Unlock()
+	if note != "" {
+		b.log.Info("the agent reused the id of a withdrawn prompt; the editor gets it under a fresh id", "id", string(c.ID), "as", string(c.editorID))
+		b.trace.record("agent->broker", c.raw, note)
+	}
+	b.toEditor(dir, frame)
 	return true
 }
 
@@ -170,34 +206,31 @@ func (c *Call) RequestEditor(ctx context.Context, method string, params any) (*j
 }
 
 func (c *Call) answer(frame []byte, won func()) bool {
-	c.mu.Lock()
-	prev := c.state
-	if prev == answered {
-		c.mu.Unlock()
+	prev, ok := c.b.settle(c)
+	if !ok {
 		return false
 	}
-	c.state = answered
-	c.mu.Unlock()
 	if won != nil {
 		won()
 	}
-	c.b.endCall(c)
-	c.b.toAgent("broker->agent", frame)
-	if prev == forwarded {
-		c.b.withdrawFromEditor(c.ID)
-	}
+	c.deliver(frame, prev)
 	return true
 }
 
-// editorAnswered takes the editor's response to a forwarded call.
+// deliver sends the agent the answer of a call the broker settled, and
+// withdraws the editor's prompt if it had one.
+func (c *Call) deliver(frame []byte, prev callState) {
+	c.cancel(nil)
+	c.b.toAgent("broker->agent", frame)
+	if prev == forwarded {
+		c.b.cancelEditorRequest(c.editorID)
+	}
+}
+
+// editorAnswered takes the editor's response to a forwarded call, which
+// editorResponse has already settled.
 func (c *Call) editorAnswered(m *jsonrpc.Message) {
 	c.mu.Lock()
-	if c.state != forwarded {
-		c.mu.Unlock()
-		c.b.log.Info("discarded the editor's late answer: the request was already answered", "method", c.Method, "id", string(c.ID))
-		return
-	}
-	c.state = answered
 	onAnswer := c.onAnswer
 	c.mu.Unlock()
 	// onAnswer runs before the context ends, so whoever waits on the
@@ -205,8 +238,12 @@ func (c *Call) editorAnswered(m *jsonrpc.Message) {
 	if onAnswer != nil {
 		onAnswer(m)
 	}
-	c.b.endCall(c)
-	c.b.toAgent("editor->agent", m.Raw)
+	c.cancel(nil)
+	frame := m.Raw
+	if jsonrpc.IDKey(c.editorID) != jsonrpc.IDKey(c.ID) {
+		frame = withID(m.Raw, c.ID)
+	}
+	c.b.toAgent("editor->agent", frame)
 }
 
 // isForwarded reports whether the editor was asked and has not answered.
@@ -214,4 +251,13 @@ func (c *Call) isForwarded() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state == forwarded
+}
+
+// withID returns a copy of a message with its id replaced.
+func withID(frame []byte, id json.RawMessage) []byte {
+	span, ok := jsonrpc.FieldSpan(frame, "id")
+	if !ok {
+		panic("session: a parsed message has no id")
+	}
+	return jsonrpc.Splice(frame, map[jsonrpc.Span][]byte{span: id})
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,7 +88,11 @@ func TestHeldPermissionRequestsAreCancelledWithTheirSession(t *testing.T) {
 	h.expectAgentReceived(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 }
 
-func TestForwardedRequestsAreTheEditorsToCancel(t *testing.T) {
+// TestForwardedRequestsAreCancelledByTheBroker: the broker does not wait for
+// the editor to answer a forwarded request cancelled after session/cancel:
+// it answers it itself, withdraws the editor's prompt, and drops the
+// editor's own answer, so that nothing else can answer it meanwhile.
+func TestForwardedRequestsAreCancelledByTheBroker(t *testing.T) {
 	p := newHoldPolicy()
 	h := startBroker(t, p)
 	req := permissionRequest("4", "s1", "a")
@@ -97,10 +102,16 @@ func TestForwardedRequestsAreTheEditorsToCancel(t *testing.T) {
 	h.expect(req)
 	cancel := `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`
 	h.send(cancel)
+	// No $/cancel_request: session/cancel itself withdrew the prompt.
 	h.expectAgentReceived(cancel)
-	answer := `{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}},"_meta":{"by":"editor"}}`
-	h.send(answer)
-	h.expectAgentReceived(answer)
+	h.expectAgentReceived(`{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}}}`)
+	if c.SelectOption("allow-once") {
+		t.Fatal("answered a call after its session was cancelled")
+	}
+	if !errors.Is(context.Cause(c.Context()), ErrSessionCancelled) {
+		t.Fatalf("cause = %v", context.Cause(c.Context()))
+	}
+	h.send(`{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"cancelled"}},"_meta":{"by":"editor"}}`)
 	h.sync("after")
 }
 
@@ -264,3 +275,57 @@ func TestPermissionRequestSeesTheMergedToolCall(t *testing.T) {
 type forwardPolicy struct{}
 
 func (forwardPolicy) Intercept(c *Call) { c.Forward(nil) }
+
+// TestEditorAnswersToNoWaitingRequestOfTheBrokerAreDropped: a response with
+// an id in the broker's namespace that no request of the broker's waits for
+// (it gave up on it, or never sent it) never reaches the agent.
+func TestEditorAnswersToNoWaitingRequestOfTheBrokerAreDropped(t *testing.T) {
+	h := startBroker(t, newHoldPolicy())
+	h.send(`{"jsonrpc":"2.0","id":"acp-broker-99","result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+	h.sync("after") // the agent would have echoed it first
+}
+
+// TestEditorAnswersTwice: the second answer to one request never reaches
+// the agent, however late.
+func TestEditorAnswersTwice(t *testing.T) {
+	p := newHoldPolicy()
+	h := startBroker(t, p)
+	req := permissionRequest("7", "s1", "a")
+	h.agentSends(req)
+	p.next(t).Forward(nil)
+	h.expect(req)
+	first := `{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`
+	h.send(first)
+	h.expectAgentReceived(first)
+	h.send(`{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
+	h.sync("after")
+}
+
+// TestReusedIDOfAWithdrawnPromptGoesUnderAFreshID: a terminal/create that
+// reuses the id of a permission request the broker answered and withdrew
+// reaches the editor under an id of the broker's, and the editor's answer to
+// that id reaches the agent under the agent's; the late answer to the old
+// prompt is dropped.
+func TestReusedIDOfAWithdrawnPromptGoesUnderAFreshID(t *testing.T) {
+	p := newHoldPolicy()
+	h := startBroker(t, p)
+	req := permissionRequest("8", "s1", "a")
+	h.agentSends(req)
+	first := p.next(t)
+	first.Forward(nil)
+	h.expect(req)
+	first.RespondCancelled()
+	// The withdrawal and the agent's report of its answer race to the editor.
+	got := map[string]bool{h.next(): true, h.next(): true}
+	if !got[`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":8}}`] || !got[received(`{"jsonrpc":"2.0","id":8,"result":{"outcome":{"outcome":"cancelled"}}}`)] {
+		t.Fatalf("editor got %v", got)
+	}
+
+	h.agentSends(`{"jsonrpc":"2.0","id":8,"method":"terminal/create","params":{"sessionId":"s1","command":"ls"}}`)
+	p.next(t).Forward(nil)
+	h.expect(`{"jsonrpc":"2.0","id":"acp-broker-1","method":"terminal/create","params":{"sessionId":"s1","command":"ls"}}`)
+	h.send(`{"jsonrpc":"2.0","id":8,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`) // late, for the old prompt
+	h.send(`{"jsonrpc":"2.0","id":"acp-broker-1","result":{"terminalId":"t1"}}`)
+	h.expectAgentReceived(`{"jsonrpc":"2.0","id":8,"result":{"terminalId":"t1"}}`)
+	h.sync("after")
+}

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -15,14 +17,25 @@ const (
 	// session; the oldest is dropped first. An agent that never reports its
 	// tool calls finished cannot grow the broker without bound.
 	MaxToolCallsPerSession = 1024
-	// MaxSessions caps the sessions remembered; the least recently used is
-	// dropped first.
-	MaxSessions = 1024
+	// MaxOpenSessions caps the sessions the editor opened and has not
+	// closed: far more than an editor opens in one connection. Only the
+	// editor's opening another session beyond it drops one (the one opened
+	// longest ago); the agent's traffic never does.
+	MaxOpenSessions = 16384
+	// MaxUnknownSessions caps the sessions the agent's updates name that the
+	// editor did not open; the least recently used is dropped first. They
+	// are kept apart, so that a flood of invented session ids can only push
+	// out other invented ones.
+	MaxUnknownSessions = 1024
 )
 
 // Info is what the broker knows of one ACP session.
 type Info struct {
-	ID                    string
+	ID string
+	// Opened is set when the editor opened the session in this connection
+	// (a successful session/new, load, resume or fork) and has not closed
+	// it. Cwd, AdditionalDirectories and MCPServers are known only then.
+	Opened                bool
 	Cwd                   string
 	AdditionalDirectories []string
 	// MCPServers are the servers the editor passed, each exactly as sent.
@@ -40,6 +53,17 @@ type ToolCall struct {
 	// member twice or in two letter cases: what the editor saw may differ from
 	// what the broker read, so the call must not be decided automatically.
 	Ambiguous bool
+	// Disagreements lists where the permission request's own toolCall says
+	// something else than the agent announced for the tool call (its kind,
+	// input, locations, content or tool name): what runs may be what was
+	// announced, so the call must not be allowed automatically.
+	Disagreements []string
+
+	// announced is what session/update notifications said of the tool
+	// call, merged; a permission request's own toolCall is merged into
+	// Fields only, so that a request cannot become the announcement the
+	// next request about the same tool call is checked against.
+	announced map[string]json.RawMessage
 }
 
 // String returns a string field of the tool call, or "" when it is absent or
@@ -58,14 +82,149 @@ func (t *ToolCall) clone() *ToolCall {
 	if t == nil {
 		return nil
 	}
-	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous}
+	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous, Disagreements: slices.Clone(t.Disagreements)}
 }
 
-// merge applies a ToolCall or ToolCallUpdate object to the view.
-func (t *ToolCall) merge(fields map[string]json.RawMessage) {
+// merge applies a ToolCall or ToolCallUpdate object to the view. A field
+// given as null is left as it was: ACP and its SDKs read null in an update
+// as "unchanged", so it must not erase what the editor still shows.
+func (t *ToolCall) merge(fields map[string]json.RawMessage) { mergeFields(t.Fields, fields) }
+
+func mergeFields(into, fields map[string]json.RawMessage) {
 	for k, v := range fields {
-		t.Fields[k] = v
+		if !isNull(v) {
+			into[k] = v
+		}
 	}
+}
+
+// whatItDoes are the tool call fields that say what the tool does; a
+// permission request must not contradict the agent's announcement of them.
+var whatItDoes = []string{"kind", "rawInput", "locations", "content"}
+
+// disagreements compares a permission request's toolCall (fields) with
+// what the agent's updates announced. A field the announcement left empty
+// ({}, [], "") may be filled in; one it gave may only be repeated (see
+// agrees).
+func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
+	var out []string
+	for _, k := range whatItDoes {
+		announced, ok := t.announced[k]
+		asked, given := fields[k]
+		if !ok || !given || isNull(asked) || placeholder(announced) {
+			continue
+		}
+		if !agrees(announced, asked) {
+			out = append(out, fmt.Sprintf("the request's %s (%s) is not what the agent announced for tool call %q (%s)", k, brief(asked), t.ID, brief(announced)))
+		}
+	}
+	if announced := toolName(t.announced); announced != "" {
+		merged := maps.Clone(t.announced)
+		for k, v := range fields {
+			if !isNull(v) {
+				merged[k] = v
+			}
+		}
+		if asked := toolName(merged); asked != announced {
+			out = append(out, fmt.Sprintf("the request names the tool %q, the agent announced %q for tool call %q", asked, announced, t.ID))
+		}
+	}
+	return out
+}
+
+// agrees reports whether a request's value repeats an announced one: the
+// same JSON value, or, for an object (rawInput), one that repeats every
+// announced member with the same value and may add others (agents add a
+// reason or a description when they ask).
+func agrees(announced, asked json.RawMessage) bool {
+	if canonical(announced) == canonical(asked) {
+		return true
+	}
+	was, err1 := jsonrpc.Members(announced)
+	is, err2 := jsonrpc.Members(asked)
+	if err1 != nil || err2 != nil || was == nil || is == nil {
+		return false
+	}
+	for k, v := range was {
+		if isNull(v) {
+			continue
+		}
+		if w, ok := is[k]; !ok || canonical(v) != canonical(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// toolName is the tool's name as the rules read it: the newer "name" field,
+// else Claude Code's _meta.claudeCode.toolName.
+func toolName(fields map[string]json.RawMessage) string {
+	var name string
+	if raw, ok := fields["name"]; ok && json.Unmarshal(raw, &name) == nil && name != "" {
+		return name
+	}
+	var meta struct {
+		ClaudeCode struct {
+			ToolName string `json:"toolName"`
+		} `json:"claudeCode"`
+	}
+	if raw, ok := fields["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	return meta.ClaudeCode.ToolName
+}
+
+func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// placeholder reports whether an announced value says nothing yet: agents
+// announce a tool call with rawInput {} and fill it in later.
+func placeholder(v json.RawMessage) bool {
+	switch canonical(v) {
+	case "null", "{}", "[]", `""`:
+		return true
+	}
+	return false
+}
+
+// canonical is a JSON value in one spelling: members sorted, no
+// whitespace, numbers as written, and members whose value is null left out
+// (an absent optional field and a null one mean the same in ACP).
+func canonical(v json.RawMessage) string {
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	var x any
+	if d.Decode(&x) != nil {
+		return string(v) // compared as sent; unreadable values are flagged elsewhere
+	}
+	b, _ := json.Marshal(dropNulls(x))
+	return string(b)
+}
+
+func dropNulls(x any) any {
+	switch x := x.(type) {
+	case map[string]any:
+		for k, v := range x {
+			if v == nil {
+				delete(x, k)
+			} else {
+				x[k] = dropNulls(v)
+			}
+		}
+	case []any:
+		for i, v := range x {
+			x[i] = dropNulls(v)
+		}
+	}
+	return x
+}
+
+// brief shortens a value for a reason shown to the human.
+func brief(v json.RawMessage) string {
+	s := canonical(v)
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
 }
 
 // Agent is what initialize told the broker about the two peers.
@@ -81,17 +240,22 @@ type sessionState struct {
 	info      Info
 	toolCalls map[string]*ToolCall
 	order     []string // tool call ids, oldest first
-	lastUsed  uint64
+	lastUsed  uint64   // opened sessions: when opened; unknown ones: last update
 }
 
 // tracker follows sessions and tool calls from the messages passing through.
 // It reads copies of what it needs and never changes a message; a message it
 // cannot read is simply not tracked.
 type tracker struct {
-	mu       sync.Mutex
-	agent    Agent
-	sessions map[string]*sessionState
-	clock    uint64
+	mu    sync.Mutex
+	agent Agent
+	// opened are the sessions the editor opened and has not closed: only the
+	// editor adds or removes them.
+	opened map[string]*sessionState
+	// unknown are the sessions the agent's updates name that the editor did
+	// not open (subagents' sessions, or invented ids), bounded apart.
+	unknown map[string]*sessionState
+	clock   uint64
 	// requests maps editor request ids to the tracked requests awaiting the
 	// agent's response.
 	requests map[string]trackedRequest
@@ -103,7 +267,7 @@ type trackedRequest struct {
 }
 
 func newTracker() *tracker {
-	return &tracker{sessions: make(map[string]*sessionState), requests: make(map[string]trackedRequest)}
+	return &tracker{opened: make(map[string]*sessionState), unknown: make(map[string]*sessionState), requests: make(map[string]trackedRequest)}
 }
 
 // sessionMethods are the editor requests whose params and response describe a
@@ -154,17 +318,23 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		t.agent.AgentInfo, _ = fieldCopy(m.Result, "agentInfo")
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
-			delete(t.sessions, id)
+			delete(t.opened, id)
+			delete(t.unknown, id)
 		}
 	default:
-		id, ok := jsonrpc.String(m.Result, "sessionId")
-		if !ok {
+		// session/load and session/resume name the session the editor
+		// means; session/new and session/fork learn it from the answer.
+		var id string
+		var ok bool
+		if req.method == "session/load" || req.method == "session/resume" {
 			id, ok = jsonrpc.String(req.params, "sessionId")
+		} else {
+			id, ok = jsonrpc.String(m.Result, "sessionId")
 		}
-		if !ok {
+		if !ok || id == "" {
 			return
 		}
-		info := Info{ID: id}
+		info := Info{ID: id, Opened: true}
 		info.Cwd, _ = jsonrpc.String(req.params, "cwd")
 		if raw, ok := jsonrpc.Field(req.params, "additionalDirectories"); ok {
 			_ = json.Unmarshal(raw, &info.AdditionalDirectories)
@@ -172,36 +342,58 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		if raw, ok := jsonrpc.Field(req.params, "mcpServers"); ok {
 			_ = json.Unmarshal(raw, &info.MCPServers)
 		}
-		s := t.session(id)
-		s.info = info
+		t.open(info)
 	}
 }
 
-// session returns the state of a session, creating it if needed. The caller
+// open records a session the editor opened. Tool calls the agent announced
+// for it before (session/load replays them before its answer) stay.
+func (t *tracker) open(info Info) {
+	t.clock++
+	s, ok := t.opened[info.ID]
+	if !ok {
+		s, ok = t.unknown[info.ID]
+		delete(t.unknown, info.ID)
+	}
+	if !ok {
+		s = &sessionState{toolCalls: make(map[string]*ToolCall)}
+	}
+	s.info, s.lastUsed = info, t.clock
+	t.opened[info.ID] = s
+	if len(t.opened) > MaxOpenSessions {
+		evictOldest(t.opened)
+	}
+}
+
+// session returns the state of a session for the agent's traffic: the one
+// the editor opened, else an unknown one, created if needed. The caller
 // holds t.mu.
 func (t *tracker) session(id string) *sessionState {
+	if s, ok := t.opened[id]; ok {
+		return s
+	}
 	t.clock++
-	s, ok := t.sessions[id]
+	s, ok := t.unknown[id]
 	if !ok {
-		if len(t.sessions) >= MaxSessions {
-			t.evictSession()
+		if len(t.unknown) >= MaxUnknownSessions {
+			evictOldest(t.unknown)
 		}
 		s = &sessionState{info: Info{ID: id}, toolCalls: make(map[string]*ToolCall)}
-		t.sessions[id] = s
+		t.unknown[id] = s
 	}
 	s.lastUsed = t.clock
 	return s
 }
 
-func (t *tracker) evictSession() {
+func evictOldest(sessions map[string]*sessionState) {
 	var oldest string
 	var at uint64
-	for id, s := range t.sessions {
+	for id, s := range sessions {
 		if oldest == "" || s.lastUsed < at {
 			oldest, at = id, s.lastUsed
 		}
 	}
-	delete(t.sessions, oldest)
+	delete(sessions, oldest)
 }
 
 // update follows a session/update notification from the agent. Only
@@ -221,12 +413,14 @@ func (t *tracker) update(params json.RawMessage) {
 	if !ok {
 		return
 	}
-	t.mergeToolCall(sessionID, upd)
+	t.mergeToolCall(sessionID, upd, false)
 }
 
 // mergeToolCall merges a ToolCall or ToolCallUpdate object into the session's
-// view and returns a copy of the result.
-func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage) *ToolCall {
+// view and returns a copy of the result. fromRequest marks a permission
+// request's toolCall, which is checked against what was announced: updates
+// may change a tool call, the request asking about it may not.
+func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromRequest bool) *ToolCall {
 	fields, err := jsonrpc.Members(obj)
 	ambiguous := err != nil
 	if ambiguous {
@@ -246,13 +440,21 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage) *ToolCall
 			delete(s.toolCalls, s.order[0])
 			s.order = slices.Delete(s.order, 0, 1)
 		}
-		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage)}
+		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage), announced: make(map[string]json.RawMessage)}
 		s.toolCalls[id] = tc
 		s.order = append(s.order, id)
 	}
-	tc.merge(cloneFields(fields))
+	fields = cloneFields(fields)
+	var disagreements []string
+	if fromRequest {
+		disagreements = tc.disagreements(fields)
+	} else {
+		mergeFields(tc.announced, fields)
+	}
+	tc.merge(fields)
 	tc.Ambiguous = tc.Ambiguous || ambiguous
 	view := tc.clone()
+	view.Disagreements = disagreements
 	if status := tc.String("status"); status == "completed" || status == "failed" {
 		delete(s.toolCalls, id)
 		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
@@ -260,11 +462,12 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage) *ToolCall
 	return view
 }
 
-// info returns a copy of what is known of a session.
+// info returns a copy of what is known of a session: Opened is false for a
+// session the editor did not open.
 func (t *tracker) info(sessionID string) Info {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s, ok := t.sessions[sessionID]
+	s, ok := t.opened[sessionID]
 	if !ok {
 		return Info{ID: sessionID}
 	}
@@ -278,7 +481,11 @@ func (t *tracker) info(sessionID string) Info {
 func (t *tracker) toolCall(sessionID, toolCallID string) *ToolCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.sessions[sessionID]; ok {
+	s, ok := t.opened[sessionID]
+	if !ok {
+		s, ok = t.unknown[sessionID]
+	}
+	if ok {
 		return s.toolCalls[toolCallID].clone()
 	}
 	return nil
@@ -295,10 +502,12 @@ func (t *tracker) agentInfo() Agent {
 func (t *tracker) counts() (sessions, toolCalls int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range t.sessions {
-		toolCalls += len(s.toolCalls)
+	for _, all := range []map[string]*sessionState{t.opened, t.unknown} {
+		for _, s := range all {
+			toolCalls += len(s.toolCalls)
+		}
 	}
-	return len(t.sessions), toolCalls
+	return len(t.opened) + len(t.unknown), toolCalls
 }
 
 func clone(b []byte) []byte {

@@ -99,10 +99,114 @@ func TestTrackerMemoryIsBounded(t *testing.T) {
 	if tr.toolCall("s1", "c0") != nil || tr.toolCall("s1", fmt.Sprintf("c%d", MaxToolCallsPerSession+9)) == nil {
 		t.Fatal("the cap did not drop the oldest tool call first")
 	}
-	for i := range MaxSessions + 5 {
+	for i := range MaxUnknownSessions + 5 {
 		tr.update(update(fmt.Sprintf("s%d", i+2), `{"sessionUpdate":"tool_call","toolCallId":"x"}`))
 	}
-	if n, _ := tr.counts(); n != MaxSessions {
+	if n, _ := tr.counts(); n != MaxUnknownSessions {
 		t.Fatalf("sessions = %d", n)
+	}
+}
+
+// TestTrackerKeepsOpenedSessionsApart: sessions the editor opened are never
+// pushed out by updates for sessions it did not open, however many; those
+// are not opened and carry no directory.
+func TestTrackerKeepsOpenedSessionsApart(t *testing.T) {
+	tr := newTracker()
+	tr.editorRequest(msg(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/repo","mcpServers":[]}}`))
+	tr.agentResponse(msg(t, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"real"}}`))
+	tr.update(update("real", `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"read"}`))
+	for i := range 3 * MaxUnknownSessions {
+		tr.update(update(fmt.Sprintf("fake-%d", i), `{"sessionUpdate":"tool_call","toolCallId":"x","kind":"read"}`))
+	}
+	if info := tr.info("real"); !info.Opened || info.Cwd != "/repo" {
+		t.Fatalf("the opened session after a flood = %+v", info)
+	}
+	if tr.toolCall("real", "c1") == nil {
+		t.Fatal("the opened session's tool call was dropped by the flood")
+	}
+	if info := tr.info("fake-5"); info.Opened || info.Cwd != "" {
+		t.Fatalf("a session the editor did not open = %+v", info)
+	}
+	if n, _ := tr.counts(); n != MaxUnknownSessions+1 {
+		t.Fatalf("sessions = %d", n)
+	}
+	// An agent answering session/new with an error opens nothing, and a
+	// session/load opens the session the editor named, not one the agent
+	// answers with.
+	tr.editorRequest(msg(t, `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"s2","cwd":"/two","mcpServers":[]}}`))
+	tr.agentResponse(msg(t, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"real"}}`))
+	if tr.info("s2").Cwd != "/two" || tr.info("real").Cwd != "/repo" {
+		t.Fatalf("session/load opened %+v and changed %+v", tr.info("s2"), tr.info("real"))
+	}
+	tr.editorRequest(msg(t, `{"jsonrpc":"2.0","id":3,"method":"session/close","params":{"sessionId":"real"}}`))
+	tr.agentResponse(msg(t, `{"jsonrpc":"2.0","id":3,"result":{}}`))
+	if tr.info("real").Opened {
+		t.Fatal("a closed session is still opened")
+	}
+}
+
+func TestTrackerNullIsUnchanged(t *testing.T) {
+	tr := newTracker()
+	tr.update(update("s1", `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"read","locations":[{"path":"/home/u/.ssh/id_ed25519"}],"rawInput":{"file_path":"/home/u/.ssh/id_ed25519"}}`))
+	tr.update(update("s1", `{"sessionUpdate":"tool_call_update","toolCallId":"c1","locations":null,"rawInput":null,"kind":null,"title":"Read"}`))
+	tc := tr.toolCall("s1", "c1")
+	if string(tc.Fields["locations"]) != `[{"path":"/home/u/.ssh/id_ed25519"}]` || tc.String("kind") != "read" || string(tc.Fields["rawInput"]) != `{"file_path":"/home/u/.ssh/id_ed25519"}` {
+		t.Fatalf("null erased what was announced: %v", tc.Fields)
+	}
+}
+
+func TestTrackerFlagsRequestsThatDisagreeWithTheAnnouncement(t *testing.T) {
+	announce := `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","title":"Terminal","rawInput":{"command":"rm -rf ~","description":"x"},"locations":[{"path":"/a"}],"_meta":{"claudeCode":{"toolName":"Bash"}}}`
+	for _, tc := range []struct {
+		name, request string
+		disagree      bool
+	}{
+		{"repeats", `{"toolCallId":"c1","title":"rm -rf ~","rawInput":{"description":"x","command":"rm -rf ~"}}`, false},
+		{"only_the_id", `{"toolCallId":"c1"}`, false},
+		{"nulls", `{"toolCallId":"c1","rawInput":null,"kind":null,"locations":null}`, false},
+		{"same_with_null_member", `{"toolCallId":"c1","locations":[{"path":"/a","line":null}]}`, false},
+		{"input_with_a_member_more", `{"toolCallId":"c1","rawInput":{"command":"rm -rf ~","description":"x","reason":"cleanup"}}`, false},
+		{"input_with_a_member_less", `{"toolCallId":"c1","rawInput":{"command":"rm -rf ~"}}`, true},
+		{"input_not_an_object", `{"toolCallId":"c1","rawInput":"rm -rf ~"}`, true},
+		{"other_command", `{"toolCallId":"c1","rawInput":{"command":"ls"}}`, true},
+		{"nested_null", `{"toolCallId":"c1","rawInput":{"command":null,"description":"x"}}`, true},
+		{"other_kind", `{"toolCallId":"c1","kind":"read"}`, true},
+		{"other_locations", `{"toolCallId":"c1","locations":[{"path":"/b"}]}`, true},
+		{"empty_locations", `{"toolCallId":"c1","locations":[]}`, true},
+		{"other_tool_name", `{"toolCallId":"c1","name":"Read"}`, true},
+		{"meta_drops_the_tool_name", `{"toolCallId":"c1","_meta":{}}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTracker()
+			tr.update(update("s1", announce))
+			got := tr.mergeToolCall("s1", json.RawMessage(tc.request), true)
+			if (len(got.Disagreements) > 0) != tc.disagree {
+				t.Fatalf("disagreements = %q, want some: %v", got.Disagreements, tc.disagree)
+			}
+			// The next request of the same tool call starts clean.
+			if again := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1"}`), true); len(again.Disagreements) != 0 {
+				t.Fatalf("disagreements stuck: %q", again.Disagreements)
+			}
+		})
+	}
+	// A disagreeing request does not become the announcement: the same
+	// request again still disagrees.
+	tr := newTracker()
+	tr.update(update("s1", announce))
+	for range 2 {
+		if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"ls"}}`), true); len(got.Disagreements) == 0 {
+			t.Fatal("a repeated disagreeing request was taken for the announcement")
+		}
+	}
+	// A placeholder announced first may be filled in by the request.
+	tr = newTracker()
+	tr.update(update("s1", `{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","rawInput":{}}`))
+	if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"ls"}}`), true); len(got.Disagreements) != 0 {
+		t.Fatalf("filling in a placeholder: %q", got.Disagreements)
+	}
+	// Updates before the request may change the tool call.
+	tr.update(update("s1", `{"sessionUpdate":"tool_call_update","toolCallId":"c1","rawInput":{"command":"git status"}}`))
+	if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"git status"}}`), true); len(got.Disagreements) != 0 {
+		t.Fatalf("after an update: %q", got.Disagreements)
 	}
 }

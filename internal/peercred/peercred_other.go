@@ -13,3 +13,8 @@ import (
 func Of(conn *net.UnixConn) (uid, pid int, err error) {
 	return 0, 0, errors.New("peer credentials are not supported on this system")
 }
+
+// Ancestry would return pid and its ancestors. Only Linux is supported.
+func Ancestry(pid int) ([]int, error) {
+	return nil, errors.New("process ancestry is not supported on this system")
+}

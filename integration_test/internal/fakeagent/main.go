@@ -20,6 +20,11 @@
 //	          ("NAME=value" each), its stderr the agent's, and its stdin and
 //	          stdout a connection to the Unix socket addr, where the test
 //	          plays the agent's MCP client; reply M<pid>
+//	C<json>   run a command as the agent's child, from {"argv", "env"}, with
+//	          the agent's environment plus env and no stdio; reply C<status>
+//	          once it has exited
+//	H         hold: stop reading stdin (what was read already is reported)
+//	U         resume reading stdin
 //
 // agent → test:
 //
@@ -29,6 +34,11 @@
 //	E         stdin reached end of file
 //	S<sig>    a signal arrived (SIGINT, SIGTERM or SIGHUP)
 //	G, F, M   replies as above
+//
+// With -local-answer '{"socket","id","digest","optionId"}' it is instead a
+// bare client of a broker's local answer socket, as a hostile agent that
+// computed a prompt's digest itself would write: it sends one answer, prints
+// the response and exits 0 if the broker took it, else 1.
 //
 // Stdout is buffered and flushed whenever the control connection has no
 // further buffered command, so a batch of O commands sent in one write leaves
@@ -54,7 +64,11 @@ func main() {
 	ctl := flag.String("ctl", "", "control socket address")
 	onEOF := flag.String("on-eof", "exit", "what to do when stdin ends: exit (status 0) or ignore")
 	onSignal := flag.String("on-signal", "die", "on SIGINT/SIGTERM/SIGHUP: die (by that signal), ignore, or exit:N")
+	localAnswer := flag.String("local-answer", "", "answer on a broker's local socket and exit")
 	flag.Parse()
+	if *localAnswer != "" {
+		os.Exit(answerLocally(*localAnswer))
+	}
 	if err := run(*ctl, *onEOF, *onSignal); err != nil {
 		fmt.Fprintf(os.Stderr, "fakeagent: %v\n", err)
 		os.Exit(99)
@@ -67,6 +81,28 @@ type agent struct {
 
 	outMu sync.Mutex
 	out   *bufio.Writer
+
+	holdMu sync.Mutex
+	hold   chan struct{} // while not nil, stdin is not read; closed to resume
+}
+
+// heldReader reads stdin, except while the test holds it: then the pipe
+// fills and whoever writes to the agent blocks.
+type heldReader struct{ a *agent }
+
+func (h heldReader) Read(p []byte) (int, error) {
+	h.a.waitHold()
+	return os.Stdin.Read(p)
+}
+
+// waitHold blocks while the test holds the agent's stdin.
+func (a *agent) waitHold() {
+	a.holdMu.Lock()
+	h := a.hold
+	a.holdMu.Unlock()
+	if h != nil {
+		<-h
+	}
 }
 
 func (a *agent) report(op byte, payload []byte) {
@@ -154,7 +190,7 @@ func mustPgid() int {
 
 // readStdin reports every stdin line to the test, byte for byte.
 func (a *agent) readStdin(exitAtEOF bool) {
-	r := bufio.NewReaderSize(os.Stdin, 64<<10)
+	r := bufio.NewReaderSize(heldReader{a}, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
@@ -227,6 +263,39 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
 		case 'F':
 			a.report('F', arg)
+		case 'C':
+			var c struct {
+				Argv []string `json:"argv"`
+				Env  []string `json:"env"`
+			}
+			if err := json.Unmarshal(arg, &c); err != nil || len(c.Argv) == 0 {
+				return fmt.Errorf("C: bad spec %q", arg)
+			}
+			go func() {
+				cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
+				cmd.Env = append(os.Environ(), c.Env...)
+				status := 0
+				if err := cmd.Run(); err != nil {
+					status = -1
+					if ee, ok := err.(*exec.ExitError); ok {
+						status = ee.ExitCode()
+					}
+				}
+				a.report('C', []byte(strconv.Itoa(status)))
+			}()
+		case 'H':
+			a.holdMu.Lock()
+			if a.hold == nil {
+				a.hold = make(chan struct{})
+			}
+			a.holdMu.Unlock()
+		case 'U':
+			a.holdMu.Lock()
+			if a.hold != nil {
+				close(a.hold)
+				a.hold = nil
+			}
+			a.holdMu.Unlock()
 		case 'M':
 			pid, err := startMCPServer(arg)
 			if err != nil {
@@ -271,4 +340,38 @@ func startMCPServer(spec []byte) (int, error) {
 	}
 	go cmd.Wait() // reaped when it exits; the agent does not wait for it
 	return cmd.Process.Pid, nil
+}
+
+// answerLocally is -local-answer.
+func answerLocally(spec string) int {
+	var a struct {
+		Socket   string `json:"socket"`
+		ID       string `json:"id"`
+		Digest   string `json:"digest"`
+		OptionID string `json:"optionId"`
+	}
+	if err := json.Unmarshal([]byte(spec), &a); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	conn, err := net.Dial("unix", a.Socket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer conn.Close()
+	req, _ := json.Marshal(map[string]string{"op": "answer", "id": a.ID, "digest": a.Digest, "optionId": a.OptionID})
+	if _, err := conn.Write(append(req, '\n')); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	line, _ := bufio.NewReader(conn).ReadString('\n')
+	fmt.Print(line)
+	var resp struct {
+		OK bool `json:"ok"`
+	}
+	if json.Unmarshal([]byte(line), &resp) != nil || !resp.OK {
+		return 1
+	}
+	return 0
 }
