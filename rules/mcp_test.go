@@ -89,8 +89,6 @@ func TestMCPSettingsAreCheckedStrictly(t *testing.T) {
 		{"proxy not a boolean", "user", "[mcp]\nproxy = \"no\"\n", "rules.toml:2:1", "proxy must be true or false, not a string"},
 		{"trust not a boolean", "user", "[mcp.notes]\ntrust_annotations = 1\n", "rules.toml:2:1", "trust_annotations must be true or false, not a number"},
 		{"misspelt trust", "user", "[mcp.notes]\ntrust_annotation = true\n", "rules.toml:2:1", `unknown key "trust_annotation" in [mcp.notes]`},
-		{"project turns the proxy off", "project", "[mcp]\nproxy = false\n", "rules.toml:2:1", "a project file cannot turn the MCP proxy on or off"},
-		{"project turns one server's proxy off", "project", "[mcp.notes]\nproxy = false\n", "rules.toml:2:1", "a project file cannot turn the MCP proxy on or off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +101,23 @@ func TestMCPSettingsAreCheckedStrictly(t *testing.T) {
 				t.Fatalf("err = %v, want %s: ...%s", err, tt.where, tt.msg)
 			}
 		})
+	}
+}
+
+// TestProjectProxySettingsAreIgnored: a project file that turns the proxy
+// off is read, with the setting skipped and a warning, and the proxy stays
+// on.
+func TestProjectProxySettingsAreIgnored(t *testing.T) {
+	for _, src := range []string{"[mcp]\nproxy = false\n", "[mcp.notes]\nproxy = false\n", "[mcp]\nproxy = \"no\"\n", "[mcp.notes]\nproxy = false\ntrust_annotations = true\n"} {
+		f, err := Parse(".acp-broker.toml", Project, src)
+		if err != nil || len(f.Ignored) != 1 || !strings.Contains(f.Ignored[0], ".acp-broker.toml:2: ignored [mcp") || !strings.Contains(f.Ignored[0], "cannot turn the MCP proxy on or off") {
+			t.Fatalf("%q: err = %v, file = %+v", src, err, f)
+		}
+		f.Trusted = true
+		p := NewPolicy([]*File{f}, testHome, nil)
+		if !p.MCPProxy("notes") || !p.MCPProxy("other") {
+			t.Errorf("%q turned the proxy off", src)
+		}
 	}
 }
 
