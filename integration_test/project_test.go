@@ -190,7 +190,9 @@ func TestBrokenProjectFileAsksForEverything(t *testing.T) {
 					run  func()
 				}{
 					{"warned", func() {
-						d.WaitStderr("the warning", func(l string) bool { return strings.Contains(l, b.where) && strings.Contains(l, "is asked until the file is fixed") })
+						d.WaitStderr("the warning", func(l string) bool {
+							return strings.Contains(l, b.where) && strings.Contains(l, "is asked until the file is fixed")
+						})
 						d.auditNote("is asked until the file is fixed")
 					}},
 					{"user_allow_asked", func() { d.askedBecause(execReq("1", "make build"), "1", "project file is not in force", b.where) }},
