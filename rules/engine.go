@@ -221,6 +221,11 @@ func (p *Policy) Decide(req *Request) Verdict {
 	if len(req.NotUnderstood) > 0 {
 		p.capAtAsk(&v, "not understood", "the request cannot be read exactly: "+strings.Join(req.NotUnderstood, "; "))
 	}
+	if req.MCP != nil {
+		if other, ok := MCPNameCollision(req.MCP.Server, req.ctx.MCPServers); ok {
+			p.capAtAsk(&v, "ambiguous MCP server", fmt.Sprintf("the session has MCP servers named %q and %q, which an agent may confuse: a call to one may go to the other, so no rule, hint or remembered answer for the name decides it", req.MCP.Server, other))
+		}
+	}
 	if p.ProjectError != nil {
 		p.capAtAsk(&v, "project file", "the project file is not in force, so every request is asked: "+p.ProjectError.Error())
 	}
