@@ -151,3 +151,65 @@ func TestTrustWithoutProxyIsABlindSpot(t *testing.T) {
 		t.Errorf("blind spots:\n%s", got)
 	}
 }
+
+// TestMCPNameCollision: names an agent may confuse, by case or by the
+// agents' name mangling, collide; distinct names do not.
+func TestMCPNameCollision(t *testing.T) {
+	tests := []struct {
+		server  string
+		servers []string
+		collide bool
+	}{
+		{"docs", []string{"docs"}, false},
+		{"docs", []string{"docs", "web"}, false},
+		{"docs", []string{"docs", "docs"}, true},
+		{"docs", []string{"docs", "Docs"}, true},
+		{"Docs", []string{"docs"}, true},
+		{"docs", []string{"docs", "DOCS"}, true},
+		{"a", []string{"a", "a_b"}, true},   // Gemini: a_b + c and a + b_c are a_b_c
+		{"a_b", []string{"a", "a_b"}, true}, // either way round
+		{"a", []string{"a", "a__b"}, true},  // Claude: mcp__a__b__c
+		{"my.docs", []string{"my.docs", "my_docs"}, true},
+		{"my-docs", []string{"my-docs", "my docs"}, true},
+		{"docs", []string{"docs", "docsearch"}, false},
+		{"ab", []string{"ab", "a_b"}, false},
+		{"docs", nil, false},
+	}
+	for _, tt := range tests {
+		if _, got := MCPNameCollision(tt.server, tt.servers); got != tt.collide {
+			t.Errorf("MCPNameCollision(%q, %q) = %v, want %v", tt.server, tt.servers, got, tt.collide)
+		}
+	}
+	if got := MCPNameCollisions([]string{"docs", "web", "Docs", "a", "a_b"}); len(got) != 2 || got[0] != [2]string{"docs", "Docs"} || got[1] != [2]string{"a", "a_b"} {
+		t.Errorf("MCPNameCollisions = %q", got)
+	}
+}
+
+// TestCollidingMCPServerIsNeverRelaxed: a call to a server whose name
+// collides in the session is asked, whatever relaxes the name (hints, the
+// config's read_only_tools, an allow rule, a mode); a deny still applies.
+func TestCollidingMCPServerIsNeverRelaxed(t *testing.T) {
+	p := policyFrom(t, "[mcp.notes]\ntrust_annotations = true\nread_only_tools = [\"list\"]\n[[rule]]\ndecision = \"allow\"\nmcp = \"notes/get_*\"\n[[rule]]\ndecision = \"deny\"\nmcp = \"notes/drop\"\n")
+	hints := hintsFrom(map[string]ToolHints{"notes/read": {Known: true, ReadOnly: true}})
+	for _, servers := range [][]string{{"notes"}, {"notes", "notes"}, {"notes", "NOTES"}, {"notes", "notes_read"}} {
+		ctx := Context{Cwd: testCwd, Home: testHome, MCPServers: servers, MCPHints: hints}
+		collides := len(servers) > 1
+		for _, tool := range []string{"read", "list", "get_x"} {
+			req := ReadToolCallJSON(json.RawMessage(`{"toolCallId":"c","kind":"other","name":"mcp__notes__`+tool+`","rawInput":{}}`), ctx)
+			v := p.Decide(req)
+			if collides && (v.Decision != Ask || v.Source != "ambiguous MCP server") {
+				t.Errorf("%q %s: %s (%s)", servers, tool, v.Decision, v.Reason)
+			}
+			if !collides && v.Decision != Allow {
+				t.Errorf("%q %s without a collision: %s (%s)", servers, tool, v.Decision, v.Reason)
+			}
+			if m := ApplyMode(v, req, "bypass"); collides && m.Decision == Allow {
+				t.Errorf("%q %s: bypass allowed it", servers, tool)
+			}
+		}
+		req := ReadToolCallJSON(json.RawMessage(`{"toolCallId":"c","kind":"other","name":"mcp__notes__drop","rawInput":{}}`), ctx)
+		if v := p.Decide(req); v.Decision != Deny {
+			t.Errorf("%q drop: %s", servers, v.Decision)
+		}
+	}
+}
