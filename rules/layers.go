@@ -249,7 +249,7 @@ func Trust(stateDir, dir string) (string, string, error) {
 		return "", "", &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
 	}
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("%s: not read: %w", path, err)
 	}
 	if _, err := Parse(path, Project, string(data)); err != nil {
 		return "", "", err
