@@ -32,6 +32,8 @@ type loaded struct {
 	policy   *rules.Policy
 	stamps   []rules.FileStamp
 	warnings []string
+	// noted is the stamp of the project file whose notes were audited.
+	noted rules.FileStamp
 }
 
 // NewRuleSource loads every layer once for startDir and fails on any error
@@ -101,7 +103,7 @@ func (s *RuleSource) load(projectDir string, last *rules.Policy) (*loaded, error
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{policy: policy, stamps: stamps, warnings: warnings}, nil
+	return &loaded{policy: policy, stamps: stamps, warnings: warnings, noted: projectStamp(stamps)}, nil
 }
 
 // Policy returns the rules in force for a session's directory, reloading
@@ -139,7 +141,11 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 	for _, w := range l.warnings {
 		s.log.Warn(w)
 	}
-	s.note(l.policy)
+	// Noted once per version of the project file, not at every reload that
+	// another file (a remembered answer, say) caused.
+	if !ok || cached.noted != l.noted {
+		s.note(l.policy)
+	}
 	s.cache[projectDir] = l
 	return l.policy, nil
 }
