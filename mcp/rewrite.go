@@ -35,6 +35,8 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		return nil, "", nil, nil // not a list: the agent will refuse it, as it would have
 	}
 	cwd, _ := jsonrpc.String(m.Params, "cwd")
+	// session/load and session/resume name the session; their answers do not.
+	requested, _ := jsonrpc.String(m.Params, "sessionId")
 	policy, err := h.Policy(cwd)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("the rules cannot be loaded, so MCP servers cannot be set up under the broker: %v", err)
@@ -94,6 +96,9 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	h.mu.Unlock()
 	note := "MCP servers run through acp-broker mcp-proxy: " + strings.Join(proxied, ", ")
 	established := func(session string) {
+		if session == "" {
+			session = requested
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for token := range links {

@@ -470,4 +470,10 @@ func TestRewriteNotesCollidingNamesAndAttachesSessions(t *testing.T) {
 			t.Errorf("hints in session %q, which does not proxy fs: %+v", s, h)
 		}
 	}
+	// session/load names the session in the request; its answer does not.
+	_, _, established = rewrite(t, h, `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"sess_0","cwd":"/w","mcpServers":[{"name":"fs","command":"/bin/fs","args":[],"env":[]}]}}`)
+	established("")
+	if h := h.Catalog.HintsFor("sess_0")("fs", "read"); !relaxed(h) {
+		t.Errorf("hints in the loaded session: %+v", h)
+	}
 }
