@@ -93,17 +93,18 @@ func readProjectFile(dir string) (path string, data []byte, exists bool, err err
 	if err != nil {
 		return path, nil, true, err
 	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return path, nil, true, err
+	}
+	inside := func(p string) bool { return strings.HasPrefix(p, root+string(filepath.Separator)) }
 	target := path
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		resolved, err := filepath.EvalSymlinks(path)
 		if err != nil {
 			return path, nil, true, fmt.Errorf("it is a symbolic link that does not lead to a file: %w", err)
 		}
-		root, err := filepath.EvalSymlinks(dir)
-		if err != nil {
-			return path, nil, true, err
-		}
-		if resolved != root && !strings.HasPrefix(resolved, root+string(filepath.Separator)) {
+		if !inside(resolved) {
 			return path, nil, true, fmt.Errorf("it is a symbolic link to %s, outside the project", resolved)
 		}
 		target = resolved
@@ -122,6 +123,11 @@ func readProjectFile(dir string) (path string, data []byte, exists bool, err err
 	}
 	if !st.Mode().IsRegular() {
 		return path, nil, true, fmt.Errorf("it is not a regular file (%s)", fileType(st.Mode()))
+	}
+	if opened, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && !inside(opened) {
+		// A directory on the way was swapped for a link after the check
+		// (Linux tells what was opened; elsewhere the checks above stand).
+		return path, nil, true, fmt.Errorf("it was moved out of the project (to %s) while it was read", opened)
 	}
 	if st.Size() > MaxProjectFileSize {
 		return path, nil, true, fmt.Errorf("it is %d bytes, more than %d", st.Size(), MaxProjectFileSize)
