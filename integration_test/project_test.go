@@ -5,9 +5,11 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -302,6 +304,11 @@ func TestProjectFileNotARegularFile(t *testing.T) {
 					}},
 					{"user_allow_asked", func() { d.askedBecause(execReq("1", "make build"), "1", "project file is not in force", c.where) }},
 					{"user_deny_applies", func() { d.decided(execReq("2", "git push --force origin main"), "reject") }},
+					{"did_not_grow", func() {
+						if rss := residentKiB(d.t, d.cmd.Process.Pid); rss > 300<<10 {
+							d.t.Errorf("the broker holds %d KiB", rss)
+						}
+					}},
 				}
 				for _, s := range steps {
 					if !d.step(t, s.name, s.run) {
@@ -312,6 +319,26 @@ func TestProjectFileNotARegularFile(t *testing.T) {
 			})
 		}
 	}
+}
+
+// residentKiB is a process's resident memory.
+func residentKiB(t testing.TB, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
 }
 
 // TestProjectFileChangeEndsTrust: a trusted project file's allow rules stop
