@@ -88,6 +88,12 @@ type deciderOptions struct {
 	// agent's copy of session/new, rewritten by the broker, is then in
 	// decider.setup. Empty means [], which the broker passes unchanged.
 	mcpServers string
+	// inProject starts the broker in the session's directory, so that its
+	// project file is the one loaded at start-up too.
+	inProject bool
+	// prepare, if set, runs once the directories and files exist, before
+	// the broker starts.
+	prepare func(d *decider)
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -125,7 +131,14 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	// A state directory of its own: remembered answers and trust must not
 	// leak between tests through the shared home.
 	env := append([]string{"XDG_STATE_HOME=" + d.state}, o.env...)
-	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: root})
+	if o.prepare != nil {
+		o.prepare(d)
+	}
+	dir := root
+	if o.inProject {
+		dir = d.cwd
+	}
+	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: dir})
 	if o.mcpServers == "" {
 		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
 	} else {

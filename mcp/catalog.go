@@ -74,7 +74,15 @@ type Catalog struct {
 	// and has not listed them since.
 	conflicts map[string]string
 	stamp     rules.FileStamp
+	// proxied says, by ACP session, which of its servers this broker
+	// proxies: only these take hints (see HintsFor); attachedOrder bounds it.
+	proxied       map[string]map[string]bool
+	attachedOrder []string
 }
+
+// maxAttachedSessions bounds the sessions whose proxied servers the catalog
+// remembers; the oldest go first, and their tools are then only asked.
+const maxAttachedSessions = 4096
 
 // CatalogIn returns the catalog of a state directory.
 func CatalogIn(stateDir string) *Catalog {
@@ -198,6 +206,43 @@ func (c *Catalog) Hints(server, tool string) rules.ToolHints {
 		h.Changed = why
 	}
 	return h
+}
+
+// Attach records that the broker proxies the server of this name in an ACP
+// session.
+func (c *Catalog) Attach(session, server string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proxied == nil {
+		c.proxied = map[string]map[string]bool{}
+	}
+	if c.proxied[session] == nil {
+		c.attachedOrder = append(c.attachedOrder, session)
+		if len(c.attachedOrder) > maxAttachedSessions {
+			delete(c.proxied, c.attachedOrder[0])
+			c.attachedOrder = c.attachedOrder[1:]
+		}
+		c.proxied[session] = map[string]bool{}
+	}
+	c.proxied[session][server] = true
+}
+
+// HintsFor returns the Hints of one ACP session: those of the servers the
+// broker proxies in that session, and nothing for any other name. The
+// catalog knows tools by server name, broker-wide, so without this a
+// session whose own "docs" is an unproxied http server (or one the agent
+// configured itself) would be relaxed by what another session's proxied
+// "docs" said of its tools.
+func (c *Catalog) HintsFor(session string) func(server, tool string) rules.ToolHints {
+	return func(server, tool string) rules.ToolHints {
+		c.mu.Lock()
+		ok := c.proxied[session][server]
+		c.mu.Unlock()
+		if !ok || session == "" {
+			return rules.ToolHints{}
+		}
+		return c.Hints(server, tool)
+	}
 }
 
 // StoredHints is Hints from the file alone, for tools as the brokers' proxies

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/rules"
 )
 
 // ProxyCommand is the broker's subcommand that the agent starts in place of
@@ -34,12 +35,14 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		return nil, "", nil, nil // not a list: the agent will refuse it, as it would have
 	}
 	cwd, _ := jsonrpc.String(m.Params, "cwd")
+	// session/load and session/resume name the session; their answers do not.
+	requested, _ := jsonrpc.String(m.Params, "sessionId")
 	policy, err := h.Policy(cwd)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("the rules cannot be loaded, so MCP servers cannot be set up under the broker: %v", err)
 	}
 	edits := map[jsonrpc.Span][]byte{}
-	var proxied, unchanged []string
+	var proxied, unchanged, names []string
 	links := map[string]*link{}
 	for _, el := range elements {
 		entry := list[el.Start:el.End]
@@ -48,6 +51,7 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 			// What the agent would read of it is not certain: refused.
 			return nil, "", nil, fmt.Errorf("an mcpServers entry cannot be read exactly (%v), so it cannot be proxied", err)
 		}
+		names = append(names, e.name)
 		switch {
 		case e.typ == "http" || e.typ == "sse":
 			unchanged = append(unchanged, fmt.Sprintf("%s (%s, not governed)", e.name, e.typ))
@@ -75,6 +79,12 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		proxied = append(proxied, e.name)
 		links[token] = &link{server: e.name, cwd: cwd}
 	}
+	for _, pair := range rules.MCPNameCollisions(names) {
+		// Refusing the set-up would cost the user the session; instead no
+		// call to either server is ever decided without a human.
+		h.Log.Warn("two MCP servers of a session have names an agent may confuse: calls to them are always asked; rename one", "server", pair[0], "other", pair[1])
+		unchanged = append(unchanged, fmt.Sprintf("%s and %s (names collide: always asked)", pair[0], pair[1]))
+	}
 	h.Governor.Rewrote(m.Method, cwd, proxied, unchanged)
 	if len(edits) == 0 {
 		return nil, "", nil, nil
@@ -86,6 +96,9 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	h.mu.Unlock()
 	note := "MCP servers run through acp-broker mcp-proxy: " + strings.Join(proxied, ", ")
 	established := func(session string) {
+		if session == "" {
+			session = requested
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for token := range links {
@@ -93,6 +106,9 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 				delete(h.links, token) // the set-up failed: nothing will use it
 			} else if l, ok := h.links[token]; ok {
 				l.session = session
+				if h.Catalog != nil {
+					h.Catalog.Attach(session, l.server)
+				}
 			}
 		}
 	}

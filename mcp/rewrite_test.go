@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -429,5 +430,50 @@ func TestRewriteRefusesARepeatedServerList(t *testing.T) {
 	out, _, _, err := h.Rewrite(parse(t, frame))
 	if err == nil {
 		t.Errorf("a set-up with two server lists was passed on as %s", out)
+	}
+}
+
+// TestRewriteNotesCollidingNamesAndAttachesSessions: a set-up whose server
+// names collide is rewritten as usual (refusing it would cost the user the
+// session), and the collision is reported; once the agent answers, the
+// catalog knows which servers the broker proxies in that session, and only
+// those get hints there.
+func TestRewriteNotesCollidingNamesAndAttachesSessions(t *testing.T) {
+	g := &fakeGovernor{}
+	h := handHub(g, defaultPolicy)
+	var logs strings.Builder
+	h.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	h.Catalog = CatalogIn(t.TempDir())
+	frame := `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[` +
+		`{"name":"docs","command":"/bin/docs","args":[],"env":[]},{"type":"http","name":"Docs","url":"https://x.invalid","headers":[]},{"name":"fs","command":"/bin/fs","args":[],"env":[]}]}}`
+	out, _, established := rewrite(t, h, frame)
+	if out == nil || len(tokens(h)) != 2 {
+		t.Fatalf("not rewritten: %s", out)
+	}
+	r := g.rewrites()
+	if len(r) != 1 || !slices.Contains(r[0].unchanged, "docs and Docs (names collide: always asked)") {
+		t.Errorf("rewrite report %+v", r)
+	}
+	if !strings.Contains(logs.String(), "names an agent may confuse") {
+		t.Errorf("no warning logged: %s", logs.String())
+	}
+	observe(t, h.Catalog, "fs", "", tool("read", "reads", `{"readOnlyHint":true}`))
+	if h := h.Catalog.HintsFor("sess_1")("fs", "read"); h.Known {
+		t.Error("hints before the session was established")
+	}
+	established("sess_1")
+	if h := h.Catalog.HintsFor("sess_1")("fs", "read"); !relaxed(h) {
+		t.Errorf("hints in the session that proxies fs: %+v", h)
+	}
+	for _, s := range []string{"sess_2", ""} {
+		if h := h.Catalog.HintsFor(s)("fs", "read"); h.Known {
+			t.Errorf("hints in session %q, which does not proxy fs: %+v", s, h)
+		}
+	}
+	// session/load names the session in the request; its answer does not.
+	_, _, established = rewrite(t, h, `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"sess_0","cwd":"/w","mcpServers":[{"name":"fs","command":"/bin/fs","args":[],"env":[]}]}}`)
+	established("")
+	if h := h.Catalog.HintsFor("sess_0")("fs", "read"); !relaxed(h) {
+		t.Errorf("hints in the loaded session: %+v", h)
 	}
 }

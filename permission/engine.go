@@ -102,7 +102,7 @@ func (e *Engine) context(info session.Info, mode string) rules.Context {
 		}
 	}
 	if e.Catalog != nil {
-		ctx.MCPHints = e.Catalog.Hints
+		ctx.MCPHints = e.Catalog.HintsFor(info.ID)
 	}
 	return ctx
 }

@@ -5,34 +5,44 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/acp-broker/acp-broker/rules"
 )
 
 // RuleSource loads the rule layers for each project directory and reloads
 // them when a file changes, so edits take effect for the next request
-// without restarting the agent. A file that becomes invalid keeps the
-// previous rules in force and logs the error.
+// without restarting the agent. A managed or user file that becomes invalid
+// keeps the previous rules in force and logs the error. A project file that
+// becomes invalid (or unreadable) makes its sessions ask for everything, and
+// any change to a project file ends its trust at once: its allow rules are
+// never kept as "the previous rules".
 type RuleSource struct {
 	opts rules.LoadOptions // ProjectDir is set per request
 	log  *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]*loaded
+	// audit, if set, gets a line for each warning about a project file.
+	audit *Audit
+	agent string
 }
 
 type loaded struct {
 	policy   *rules.Policy
 	stamps   []rules.FileStamp
 	warnings []string
+	// noted is the stamp of the project file whose notes were audited.
+	noted rules.FileStamp
 }
 
-// NewRuleSource loads every layer once for startDir and fails on any error:
-// a broken or unreadable config at start-up must stop the broker, never fall
-// back to a looser policy.
+// NewRuleSource loads every layer once for startDir and fails on any error
+// of the managed or user layers: a broken or unreadable config at start-up
+// must stop the broker, never fall back to a looser policy. A project file,
+// which comes with the repository, never stops it (see rules.Load).
 func NewRuleSource(opts rules.LoadOptions, startDir string, log *slog.Logger) (*RuleSource, []string, error) {
 	s := &RuleSource{opts: opts, log: log, cache: map[string]*loaded{}}
-	l, err := s.load(startDir)
+	l, err := s.load(startDir, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,15 +71,39 @@ func (s *RuleSource) stamps(projectDir string) []rules.FileStamp {
 	return out
 }
 
-func (s *RuleSource) load(projectDir string) (*loaded, error) {
+// AuditTo sends warnings about project files to the audit log too, from the
+// rules already loaded on.
+func (s *RuleSource) AuditTo(audit *Audit, agent string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.audit, s.agent = audit, agent
+	for _, l := range s.cache {
+		s.note(l.policy)
+	}
+}
+
+// note writes a policy's project-file warnings to the audit log.
+func (s *RuleSource) note(p *rules.Policy) {
+	for _, n := range p.ProjectNotes {
+		r := Record{Time: time.Now().UTC(), Agent: s.agent, Method: "rules/load", Decision: "warning", Source: "project file", Reason: n}
+		if err := s.audit.Write(r); err != nil {
+			s.log.Error("cannot write the audit log", "err", err)
+		}
+	}
+}
+
+func (s *RuleSource) load(projectDir string, last *rules.Policy) (*loaded, error) {
 	stamps := s.stamps(projectDir)
 	opts := s.opts
 	opts.ProjectDir = projectDir
+	if last != nil {
+		opts.LastProject = last.ProjectFile()
+	}
 	policy, warnings, err := rules.Load(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{policy: policy, stamps: stamps, warnings: warnings}, nil
+	return &loaded{policy: policy, stamps: stamps, warnings: warnings, noted: projectStamp(stamps)}, nil
 }
 
 // Policy returns the rules in force for a session's directory, reloading
@@ -82,14 +116,22 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 	if ok && slices.Equal(cached.stamps, current) {
 		return cached.policy, nil
 	}
-	l, err := s.load(projectDir)
+	var last *rules.Policy
+	if ok {
+		last = cached.policy
+	}
+	l, err := s.load(projectDir, last)
 	if err != nil {
 		if !ok {
 			return nil, err
 		}
 		// Keep the rules that were in force; note the new stamps so the error
-		// is logged once per change, not once per request.
+		// is logged once per change, not once per request. A project file
+		// that changed too is trusted no more.
 		s.log.Error("a rule file is invalid; the previous rules stay in force", "err", err)
+		if projectDir != "" && projectStamp(cached.stamps) != projectStamp(current) {
+			cached.policy = cached.policy.WithoutProjectAllows()
+		}
 		cached.stamps = current
 		return cached.policy, nil
 	}
@@ -99,6 +141,20 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 	for _, w := range l.warnings {
 		s.log.Warn(w)
 	}
+	// Noted once per version of the project file, not at every reload that
+	// another file (a remembered answer, say) caused.
+	if !ok || cached.noted != l.noted {
+		s.note(l.policy)
+	}
 	s.cache[projectDir] = l
 	return l.policy, nil
+}
+
+// projectStamp finds the project file's stamp among a load's stamps: the
+// last one, as files lists it.
+func projectStamp(stamps []rules.FileStamp) rules.FileStamp {
+	if len(stamps) == 0 {
+		return rules.FileStamp{}
+	}
+	return stamps[len(stamps)-1]
 }

@@ -50,13 +50,15 @@ var channelKeys = []string{"name", "type", "timeout", "command", "server", "topi
 // ChannelTypes are the kinds of channel.
 var ChannelTypes = []string{"exec", "ntfy", "webhook"}
 
-// notInProject refuses a table a project file must not have: prompts sent
-// to places a repository chooses could leak what the agent does.
-func (d *decoder) notInProject(at pos, table string) error {
-	if d.file.Layer == Project {
-		return d.errorf(at, "configure where you are asked in your user config, never in a project file", "a project file cannot set [%s]", table)
+// inProject skips a table a project file must not have: prompts sent to
+// places a repository chooses could leak what the agent does, and a timeout
+// it chooses could answer for the human.
+func (d *decoder) inProject(at pos, table string) bool {
+	if d.file.Layer != Project {
+		return false
 	}
-	return nil
+	d.ignore(at, table, "a project file cannot choose where or how long you are asked (configure that in your user config)")
+	return true
 }
 
 func (d *decoder) duration(prim toml.Primitive, at pos, key string) (time.Duration, error) {
@@ -73,8 +75,8 @@ func (d *decoder) duration(prim toml.Primitive, at pos, key string) (time.Durati
 
 func (d *decoder) ask(prim toml.Primitive) error {
 	at := d.loc.tableKey("", "ask")
-	if err := d.notInProject(at, "ask"); err != nil {
-		return err
+	if d.inProject(at, "[ask]") {
+		return nil
 	}
 	var table map[string]toml.Primitive
 	if err := d.md.PrimitiveDecode(prim, &table); err != nil {
@@ -109,8 +111,8 @@ func (d *decoder) channels(prim toml.Primitive) error {
 	}
 	for i, table := range tables {
 		head := d.loc.arrayTable("channel", i)
-		if err := d.notInProject(head, "[channel]"); err != nil {
-			return err
+		if d.inProject(head, "[[channel]]") {
+			continue
 		}
 		c := ChannelConfig{File: d.file.Path, Line: head.line}
 		for _, k := range sortedKeys(table) {

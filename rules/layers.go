@@ -66,15 +66,22 @@ type LoadOptions struct {
 	Locations
 	Extra      []string // --config files, part of the user layer
 	ProjectDir string   // the session's working directory; "" for none
+	// LastProject is the project file that was in force before, if any:
+	// when the file no longer reads, its deny and ask rules stay (and
+	// nothing else of it).
+	LastProject *File
 	// Protect lists more of the broker's own files (its audit log, trace and
 	// log file) that agents must not touch.
 	Protect []string
 }
 
-// Load reads every layer and returns the policy and any warnings. A file
-// that does not parse, a managed file that anyone but root could have
-// written, or a --config file that does not exist stops with an error:
-// nothing falls back to a looser policy.
+// Load reads every layer and returns the policy and any warnings. A managed
+// or user file that does not parse, a managed file that anyone but root
+// could have written, or a --config file that does not exist stops with an
+// error: nothing falls back to a looser policy. The project file never
+// stops Load (it comes with the repository, which must not be able to deny
+// the user the agent): a problem with it is the policy's ProjectError, and
+// every request is then asked.
 func Load(opts LoadOptions) (*Policy, []string, error) {
 	var files []*File
 	var warnings []string
@@ -105,25 +112,12 @@ func Load(opts LoadOptions) (*Policy, []string, error) {
 		warnings = append(warnings, writableWarning(path)...)
 		files = append(files, f)
 	}
+	var project projectLayer
 	if opts.ProjectDir != "" {
-		path := filepath.Join(opts.ProjectDir, ProjectFileName)
-		f, _, err := loadOptional(path, Project)
-		if err != nil {
-			return nil, nil, err
-		}
-		if f != nil {
-			trusted, changed, err := IsTrusted(opts.StateDir, path)
-			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("cannot read the trust store (%v): %s is untrusted", err, path))
-			}
-			f.Trusted = trusted
-			switch {
-			case changed:
-				warnings = append(warnings, fmt.Sprintf("%s changed since you trusted it: its allow rules are off until you run 'acp-broker trust %s' again", path, opts.ProjectDir))
-			case !trusted && hasLoosening(f):
-				warnings = append(warnings, fmt.Sprintf("%s is not trusted: its ask and deny rules apply, its allow rules and loosening settings do not ('acp-broker trust %s' after reading it)", path, opts.ProjectDir))
-			}
-			files = append(files, f)
+		project = loadProject(opts)
+		warnings = append(warnings, project.warnings...)
+		if project.file != nil {
+			files = append(files, project.file)
 		}
 	}
 	if opts.StateDir != "" {
@@ -133,7 +127,9 @@ func Load(opts LoadOptions) (*Policy, []string, error) {
 			files = append(files, f)
 		}
 	}
-	return NewPolicy(files, opts.Home, opts.brokerFiles(append(opts.Extra, opts.Protect...))), warnings, nil
+	p := NewPolicy(files, opts.Home, opts.brokerFiles(append(opts.Extra, opts.Protect...)))
+	p.ProjectError, p.ProjectNotes = project.problem, project.notes
+	return p, warnings, nil
 }
 
 func hasLoosening(f *File) bool {
@@ -211,26 +207,21 @@ func readTrust(stateDir string) (*trustStore, error) {
 	return &ts, nil
 }
 
-func digest(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
+func digest(data []byte) string {
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return hex.EncodeToString(sum[:])
 }
 
-// IsTrusted reports whether the project file at path is trusted with its
-// current content, and whether it was trusted with other content before.
-func IsTrusted(stateDir, path string) (trusted, changed bool, err error) {
+// isTrusted reports whether the project file at path, read as data, is
+// trusted with that content, and whether it was trusted with other content
+// before. The digest is of the bytes that were parsed, never of a second
+// read that a swap of the file could make differ.
+func isTrusted(stateDir, path string, data []byte) (trusted, changed bool, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return false, false, err
 	}
-	sum, err := digest(abs)
-	if err != nil {
-		return false, false, err
-	}
+	sum := digest(data)
 	ts, err := readTrust(stateDir)
 	if err != nil {
 		return false, false, err
@@ -249,17 +240,21 @@ func IsTrusted(stateDir, path string) (trusted, changed bool, err error) {
 // Trust records the project file in dir as trusted with its current
 // content. It returns the file's path and digest.
 func Trust(stateDir, dir string) (string, string, error) {
-	path, err := filepath.Abs(filepath.Join(dir, ProjectFileName))
+	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := ParseFile(path, Project); err != nil {
-		return "", "", err
+	path, data, exists, err := readProjectFile(dir)
+	if !exists {
+		return "", "", &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
 	}
-	sum, err := digest(path)
 	if err != nil {
+		return "", "", fmt.Errorf("%s: not read: %w", path, err)
+	}
+	if _, err := Parse(path, Project, string(data)); err != nil {
 		return "", "", err
 	}
+	sum := digest(data)
 	ts, err := readTrust(stateDir)
 	if err != nil {
 		return "", "", err

@@ -140,7 +140,13 @@ func TestUserLayerWarningsAndBrokenFiles(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(repo, ProjectFileName), "[[rule]]\ndecision = \"ask\"\nknd = \"read\"\n", 0o644)
 	writeFile(t, loc.User, "", 0o600)
-	if _, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo}); err == nil || !strings.Contains(err.Error(), ".acp-broker.toml:3:1") {
-		t.Fatalf("broken project file: %v", err)
+	// A broken project file never stops Load: the policy asks for
+	// everything, naming the problem.
+	p, warnings, err := Load(LoadOptions{Locations: loc, ProjectDir: repo})
+	if err != nil || p.ProjectError == nil || !strings.Contains(p.ProjectError.Error(), ".acp-broker.toml:3:1") {
+		t.Fatalf("broken project file: %v, %v", err, p.ProjectError)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "every request of a session in "+repo+" is asked") {
+		t.Fatalf("warnings = %q", warnings)
 	}
 }

@@ -89,8 +89,6 @@ func TestMCPSettingsAreCheckedStrictly(t *testing.T) {
 		{"proxy not a boolean", "user", "[mcp]\nproxy = \"no\"\n", "rules.toml:2:1", "proxy must be true or false, not a string"},
 		{"trust not a boolean", "user", "[mcp.notes]\ntrust_annotations = 1\n", "rules.toml:2:1", "trust_annotations must be true or false, not a number"},
 		{"misspelt trust", "user", "[mcp.notes]\ntrust_annotation = true\n", "rules.toml:2:1", `unknown key "trust_annotation" in [mcp.notes]`},
-		{"project turns the proxy off", "project", "[mcp]\nproxy = false\n", "rules.toml:2:1", "a project file cannot turn the MCP proxy on or off"},
-		{"project turns one server's proxy off", "project", "[mcp.notes]\nproxy = false\n", "rules.toml:2:1", "a project file cannot turn the MCP proxy on or off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +101,23 @@ func TestMCPSettingsAreCheckedStrictly(t *testing.T) {
 				t.Fatalf("err = %v, want %s: ...%s", err, tt.where, tt.msg)
 			}
 		})
+	}
+}
+
+// TestProjectProxySettingsAreIgnored: a project file that turns the proxy
+// off is read, with the setting skipped and a warning, and the proxy stays
+// on.
+func TestProjectProxySettingsAreIgnored(t *testing.T) {
+	for _, src := range []string{"[mcp]\nproxy = false\n", "[mcp.notes]\nproxy = false\n", "[mcp]\nproxy = \"no\"\n", "[mcp.notes]\nproxy = false\ntrust_annotations = true\n"} {
+		f, err := Parse(".acp-broker.toml", Project, src)
+		if err != nil || len(f.Ignored) != 1 || !strings.Contains(f.Ignored[0], ".acp-broker.toml:2: ignored [mcp") || !strings.Contains(f.Ignored[0], "cannot turn the MCP proxy on or off") {
+			t.Fatalf("%q: err = %v, file = %+v", src, err, f)
+		}
+		f.Trusted = true
+		p := NewPolicy([]*File{f}, testHome, nil)
+		if !p.MCPProxy("notes") || !p.MCPProxy("other") {
+			t.Errorf("%q turned the proxy off", src)
+		}
 	}
 }
 
@@ -134,5 +149,67 @@ func TestTrustWithoutProxyIsABlindSpot(t *testing.T) {
 	got := strings.Join(p.BlindSpots(), "\n")
 	if !strings.Contains(got, "[mcp.notes] trust_annotations has no effect") || strings.Contains(got, "[mcp.fs]") {
 		t.Errorf("blind spots:\n%s", got)
+	}
+}
+
+// TestMCPNameCollision: names an agent may confuse, by case or by the
+// agents' name mangling, collide; distinct names do not.
+func TestMCPNameCollision(t *testing.T) {
+	tests := []struct {
+		server  string
+		servers []string
+		collide bool
+	}{
+		{"docs", []string{"docs"}, false},
+		{"docs", []string{"docs", "web"}, false},
+		{"docs", []string{"docs", "docs"}, true},
+		{"docs", []string{"docs", "Docs"}, true},
+		{"Docs", []string{"docs"}, true},
+		{"docs", []string{"docs", "DOCS"}, true},
+		{"a", []string{"a", "a_b"}, true},   // Gemini: a_b + c and a + b_c are a_b_c
+		{"a_b", []string{"a", "a_b"}, true}, // either way round
+		{"a", []string{"a", "a__b"}, true},  // Claude: mcp__a__b__c
+		{"my.docs", []string{"my.docs", "my_docs"}, true},
+		{"my-docs", []string{"my-docs", "my docs"}, true},
+		{"docs", []string{"docs", "docsearch"}, false},
+		{"ab", []string{"ab", "a_b"}, false},
+		{"docs", nil, false},
+	}
+	for _, tt := range tests {
+		if _, got := MCPNameCollision(tt.server, tt.servers); got != tt.collide {
+			t.Errorf("MCPNameCollision(%q, %q) = %v, want %v", tt.server, tt.servers, got, tt.collide)
+		}
+	}
+	if got := MCPNameCollisions([]string{"docs", "web", "Docs", "a", "a_b"}); len(got) != 2 || got[0] != [2]string{"docs", "Docs"} || got[1] != [2]string{"a", "a_b"} {
+		t.Errorf("MCPNameCollisions = %q", got)
+	}
+}
+
+// TestCollidingMCPServerIsNeverRelaxed: a call to a server whose name
+// collides in the session is asked, whatever relaxes the name (hints, the
+// config's read_only_tools, an allow rule, a mode); a deny still applies.
+func TestCollidingMCPServerIsNeverRelaxed(t *testing.T) {
+	p := policyFrom(t, "[mcp.notes]\ntrust_annotations = true\nread_only_tools = [\"list\"]\n[[rule]]\ndecision = \"allow\"\nmcp = \"notes/get_*\"\n[[rule]]\ndecision = \"deny\"\nmcp = \"notes/drop\"\n")
+	hints := hintsFrom(map[string]ToolHints{"notes/read": {Known: true, ReadOnly: true}})
+	for _, servers := range [][]string{{"notes"}, {"notes", "notes"}, {"notes", "NOTES"}, {"notes", "notes_read"}} {
+		ctx := Context{Cwd: testCwd, Home: testHome, MCPServers: servers, MCPHints: hints}
+		collides := len(servers) > 1
+		for _, tool := range []string{"read", "list", "get_x"} {
+			req := ReadToolCallJSON(json.RawMessage(`{"toolCallId":"c","kind":"other","name":"mcp__notes__`+tool+`","rawInput":{}}`), ctx)
+			v := p.Decide(req)
+			if collides && (v.Decision != Ask || v.Source != "ambiguous MCP server") {
+				t.Errorf("%q %s: %s (%s)", servers, tool, v.Decision, v.Reason)
+			}
+			if !collides && v.Decision != Allow {
+				t.Errorf("%q %s without a collision: %s (%s)", servers, tool, v.Decision, v.Reason)
+			}
+			if m := ApplyMode(v, req, "bypass"); collides && m.Decision == Allow {
+				t.Errorf("%q %s: bypass allowed it", servers, tool)
+			}
+		}
+		req := ReadToolCallJSON(json.RawMessage(`{"toolCallId":"c","kind":"other","name":"mcp__notes__drop","rawInput":{}}`), ctx)
+		if v := p.Decide(req); v.Decision != Deny {
+			t.Errorf("%q drop: %s", servers, v.Decision)
+		}
 	}
 }

@@ -17,8 +17,10 @@ import (
 //   - dont-ask: whatever would be asked is denied, for headless runs.
 //   - bypass: whatever would be asked is allowed, except what a deny rule, a
 //     protected path or a managed ask rule decided, commands that cannot be
-//     seen through (they might hide what a deny rule forbids), and requests
-//     that are not understood or contradict themselves.
+//     seen through (they might hide what a deny rule forbids), requests
+//     that are not understood or contradict themselves, everything while the
+//     project file cannot be read, and calls to an MCP server whose name is
+//     not unique in the session.
 //
 // A switch_mode request always goes to the human, whatever the mode.
 func ApplyMode(v Verdict, req *Request, mode string) Verdict {
@@ -115,7 +117,7 @@ func onlyReads(v Verdict, req *Request) bool {
 // bypassable reports whether bypass mode may allow an asked request.
 func bypassable(v Verdict) bool {
 	switch v.Source {
-	case "not understood", "conflict", "switch_mode", "not see-through":
+	case "not understood", "conflict", "switch_mode", "not see-through", "project file", "ambiguous MCP server":
 		return false
 	}
 	for _, p := range v.Parts {

@@ -231,8 +231,9 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	return nil
 }
 
-// newEngine loads every rule layer (failing on any broken file: nothing
-// falls back to a looser policy) and opens the audit log.
+// newEngine loads every rule layer (failing on any broken managed or user
+// file: nothing falls back to a looser policy; a broken project file makes
+// its sessions ask for everything instead) and opens the audit log.
 func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permission.Engine, func(), error) {
 	loc, err := rules.DefaultLocations()
 	if err != nil {
@@ -266,6 +267,7 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 	if err != nil {
 		return nil, nil, userError(1, fmt.Sprintf("cannot open the audit log: %v", err), `pass --audit FILE, or --audit off`)
 	}
+	source.AuditTo(audit, agentName)
 	startPolicy, err := source.Policy(cwd)
 	if err != nil {
 		return nil, nil, configError(err)

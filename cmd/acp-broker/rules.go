@@ -89,6 +89,11 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 			for _, w := range policy.BlindSpots() {
 				fmt.Fprintf(stderr, "acp-broker: warning: %s\n", w)
 			}
+			if policy.ProjectError != nil {
+				// The broker runs with it, asking for everything; a check
+				// says it fails.
+				return configError(policy.ProjectError)
+			}
 			failures, ran := policy.CheckExamples(rules.Context{Cwd: cwd, Home: loc.Home})
 			for _, f := range failures {
 				fmt.Fprintf(stderr, "acp-broker: error: %s\n", f)
@@ -133,6 +138,9 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, ", mode = %q", policy.Mode)
 			}
 			fmt.Fprintln(stdout)
+			if policy.ProjectError != nil {
+				fmt.Fprintf(stdout, "every request is asked: the project file is not in force (%v)\n", policy.ProjectError)
+			}
 			return nil
 		},
 	}

@@ -9,12 +9,14 @@
 #
 # The broker passes the request as JSON on stdin and its gist in ACP_BROKER_*
 # variables; this script prints the chosen decision as JSON. Closing the
-# notification, or anything unexpected, prints nothing: no answer.
+# notification, or anything unexpected, prints nothing: no answer. The title
+# and summary are the agent's text: they come after "--", so that one
+# starting with "-" is shown, never read as an option (a forged button).
 set -eu
 set -- --app-name=acp-broker --urgency=critical --wait --action=allow_once="Allow once"
 case " $ACP_BROKER_OPTIONS " in *" allow_always "*) set -- "$@" --action=allow_always="Always allow" ;; esac
 set -- "$@" --action=reject_once=Reject
-choice=$(notify-send "$@" "$ACP_BROKER_AGENT asks: $ACP_BROKER_TITLE" "$ACP_BROKER_SUMMARY")
+choice=$(notify-send "$@" -- "$ACP_BROKER_AGENT asks: $ACP_BROKER_TITLE" "$ACP_BROKER_SUMMARY")
 case "$choice" in
 allow_once | allow_always | reject_once) printf '{"decision":"%s"}\n' "$choice" ;;
 *) exit 1 ;;

@@ -12,15 +12,18 @@
 # NTFY_TOPIC must be a long random name: whoever knows it can read your
 # prompts. Answers come back on "$NTFY_TOPIC-reply", carrying a one-time
 # nonce, so a stale or made-up answer does not match.
+#
+# The summary is the agent's text: it goes to curl on stdin, never as an
+# argument (curl -d "@.env" would read and publish the file .env).
 set -eu
 server=${NTFY_SERVER:-https://ntfy.sh}
 topic=${NTFY_TOPIC:?set NTFY_TOPIC}
 reply="$topic-reply"
 nonce=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 since=$(date +%s)
-curl -fsS -H "Title: $ACP_BROKER_AGENT asks" -H "Priority: high" \
+printf '%s' "$ACP_BROKER_SUMMARY" | curl -fsS -H "Title: $ACP_BROKER_AGENT asks" -H "Priority: high" \
 	-H "Actions: http, Allow once, $server/$reply, body=allow_once:$nonce, clear=true; http, Reject, $server/$reply, body=reject_once:$nonce, clear=true" \
-	-d "$ACP_BROKER_SUMMARY" "$server/$topic" >/dev/null
+	--data-binary @- "$server/$topic" >/dev/null
 while :; do
 	answer=$(curl -fsS "$server/$reply/raw?poll=1&since=$since" | grep -m1 ":$nonce\$" || true)
 	case "$answer" in

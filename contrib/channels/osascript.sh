@@ -6,12 +6,17 @@
 #   type = "exec"
 #   command = ["/path/to/osascript.sh"]
 #
-# The dialog gives up after 10 minutes: no answer.
+# The dialog gives up after 10 minutes: no answer. The title and summary are
+# the agent's text: the script reads them from the environment itself, so
+# they are never arguments of osascript (nor AppleScript source).
 set -eu
-choice=$(osascript -e 'on run argv
-	display dialog (item 2 of argv) with title (item 1 of argv) buttons {"Reject", "Allow once"} default button "Reject" giving up after 600
+choice=$(osascript -e 'on run
+	set agentName to do shell script "printf %s \"$ACP_BROKER_AGENT\""
+	set requestTitle to do shell script "printf %s \"$ACP_BROKER_TITLE\""
+	set requestSummary to do shell script "printf %s \"$ACP_BROKER_SUMMARY\"" without altering line endings
+	display dialog requestSummary with title (agentName & " asks: " & requestTitle) buttons {"Reject", "Allow once"} default button "Reject" giving up after 600
 	return button returned of result
-end run' "$ACP_BROKER_AGENT asks: $ACP_BROKER_TITLE" "$ACP_BROKER_SUMMARY")
+end run')
 case "$choice" in
 "Allow once") echo '{"decision":"allow_once"}' ;;
 Reject) echo '{"decision":"reject_once"}' ;;

@@ -1,0 +1,201 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// MaxProjectFileSize bounds what is read of a project file: a rule file is
+// a few kilobytes, and a repository must not make the broker read without
+// end.
+const MaxProjectFileSize = 1 << 20
+
+// projectLayer is what Load made of the session directory's project file.
+type projectLayer struct {
+	file *File
+	// problem is why the file, which exists, is not in force: it cannot be
+	// read safely or does not parse.
+	problem *ConfigError
+	// notes are the warnings that also go to the audit log: settings
+	// ignored, and the problem.
+	notes    []string
+	warnings []string
+}
+
+// loadProject reads the project layer; it never fails. A file that cannot be
+// read safely or does not parse leaves, of the project layer, only the deny
+// and ask rules of the file that was in force before (opts.LastProject),
+// and makes the policy ask for everything.
+func loadProject(opts LoadOptions) projectLayer {
+	var l projectLayer
+	path, data, exists, err := readProjectFile(opts.ProjectDir)
+	if !exists {
+		return l
+	}
+	var f *File
+	if err == nil {
+		f, err = Parse(path, Project, string(data))
+	} else {
+		err = &ConfigError{File: path, Msg: "not read: " + err.Error(),
+			Hint: fmt.Sprintf("a project file must be a regular file of at most %d KiB in the project, not a link out of it, a device or a pipe", MaxProjectFileSize>>10)}
+	}
+	if err != nil {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			ce = &ConfigError{File: path, Msg: err.Error()}
+		}
+		l.problem = ce
+		note := fmt.Sprintf("%v: every request of a session in %s is asked until the file is fixed", ce, opts.ProjectDir)
+		if opts.LastProject != nil {
+			l.file = opts.LastProject.strictOnly()
+			note += "; the deny and ask rules of its last readable version stay in force"
+		}
+		l.notes = append(l.notes, note)
+		l.warnings = append(l.warnings, note)
+		return l
+	}
+	l.notes = append(l.notes, f.Ignored...)
+	l.warnings = append(l.warnings, f.Ignored...)
+	trusted, changed, err := isTrusted(opts.StateDir, path, data)
+	if err != nil {
+		l.warnings = append(l.warnings, fmt.Sprintf("cannot read the trust store (%v): %s is untrusted", err, path))
+	}
+	f.Trusted = trusted
+	switch {
+	case changed:
+		l.warnings = append(l.warnings, fmt.Sprintf("%s changed since you trusted it: its allow rules are off until you run 'acp-broker trust %s' again", path, opts.ProjectDir))
+	case !trusted && hasLoosening(f):
+		l.warnings = append(l.warnings, fmt.Sprintf("%s is not trusted: its ask and deny rules apply, its allow rules and loosening settings do not ('acp-broker trust %s' after reading it)", path, opts.ProjectDir))
+	}
+	l.file = f
+	return l
+}
+
+// readProjectFile reads dir's project file if it is a regular file of at
+// most MaxProjectFileSize bytes. A symbolic link is followed only to a file
+// inside dir. The file is opened without following a link and without
+// blocking, and checked on the open descriptor, so that swapping it for a
+// device, a pipe or a link between the check and the read is caught: the
+// broker never reads its own stdin, /dev/zero or a FIFO as rules. exists is
+// false only when there is no file (nor link) of that name.
+func readProjectFile(dir string) (path string, data []byte, exists bool, err error) {
+	path = filepath.Join(dir, ProjectFileName)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return path, nil, false, nil
+	}
+	if err != nil {
+		return path, nil, true, err
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return path, nil, true, err
+	}
+	inside := func(p string) bool { return strings.HasPrefix(p, root+string(filepath.Separator)) }
+	target := path
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return path, nil, true, fmt.Errorf("it is a symbolic link that does not lead to a file: %w", err)
+		}
+		if !inside(resolved) {
+			return path, nil, true, fmt.Errorf("it is a symbolic link to %s, outside the project", resolved)
+		}
+		target = resolved
+	}
+	f, err := os.OpenFile(target, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return path, nil, true, errors.New("it became a symbolic link while it was read")
+		}
+		return path, nil, true, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return path, nil, true, err
+	}
+	if !st.Mode().IsRegular() {
+		return path, nil, true, fmt.Errorf("it is not a regular file (%s)", fileType(st.Mode()))
+	}
+	if opened, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd())); err == nil && !inside(opened) {
+		// A directory on the way was swapped for a link after the check
+		// (Linux tells what was opened; elsewhere the checks above stand).
+		return path, nil, true, fmt.Errorf("it was moved out of the project (to %s) while it was read", opened)
+	}
+	if st.Size() > MaxProjectFileSize {
+		return path, nil, true, fmt.Errorf("it is %d bytes, more than %d", st.Size(), MaxProjectFileSize)
+	}
+	data, err = io.ReadAll(io.LimitReader(f, MaxProjectFileSize+1))
+	if err != nil {
+		return path, nil, true, err
+	}
+	if len(data) > MaxProjectFileSize {
+		return path, nil, true, fmt.Errorf("it grew past %d bytes while it was read", MaxProjectFileSize)
+	}
+	return path, data, true, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDevice != 0 || m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
+}
+
+// strictOnly is a copy of a project file with only what makes things
+// stricter: its deny and ask rules and read_only = "ask". Rules are copied,
+// since NewPolicy marks them and policies in use still read the originals.
+func (f *File) strictOnly() *File {
+	c := &File{Path: f.Path, Layer: Project, MCP: map[string]*MCPServer{}}
+	if f.ReadOnly == "ask" {
+		c.ReadOnly = "ask"
+	}
+	for _, r := range f.Rules {
+		if r.Decision != Allow {
+			rc := *r
+			c.Rules = append(c.Rules, &rc)
+		}
+	}
+	return c
+}
+
+// ProjectFile returns the project layer's file in force, or nil.
+func (p *Policy) ProjectFile() *File {
+	for _, f := range p.Files {
+		if f.Layer == Project {
+			return f
+		}
+	}
+	return nil
+}
+
+// WithoutProjectAllows is the policy with its project file cut to its deny
+// and ask rules: what stays in force when the project file changed but the
+// other layers cannot be reloaded. A change, even one that cannot be read,
+// ends the trust in a project file at once.
+func (p *Policy) WithoutProjectAllows() *Policy {
+	files := make([]*File, 0, len(p.Files))
+	for _, f := range p.Files {
+		if f.Layer == Project {
+			f = f.strictOnly()
+		}
+		files = append(files, f)
+	}
+	q := NewPolicy(files, p.home, p.brokerFiles)
+	q.ProjectError, q.ProjectNotes = p.ProjectError, p.ProjectNotes
+	return q
+}
