@@ -85,26 +85,30 @@ type option struct {
 	Kind     string `json:"kind"`
 }
 
+// permissionParams is what the broker reads of a session/request_permission
+// (see readPermissionParams).
 type permissionParams struct {
-	SessionID string          `json:"sessionId"`
-	ToolCall  json.RawMessage `json:"toolCall"`
-	Options   []option        `json:"options"`
+	SessionID string
+	ToolCall  json.RawMessage
+	Options   []option
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {
+	return sessionContext(info, mode, e.Home, e.remembered(info.ID), e.hints())
+}
+
+// remembered returns the answers remembered for one session only.
+func (e *Engine) remembered(sessionID string) []*rules.Rule {
 	e.mu.Lock()
-	remembered := e.sessionRules[info.ID]
-	e.mu.Unlock()
-	ctx := rules.Context{Cwd: info.Cwd, Roots: info.AdditionalDirectories, Home: e.Home, Mode: mode, Session: remembered}
-	for _, raw := range info.MCPServers {
-		if name, ok := jsonrpc.String(raw, "name"); ok {
-			ctx.MCPServers = append(ctx.MCPServers, name)
-		}
+	defer e.mu.Unlock()
+	return e.sessionRules[sessionID]
+}
+
+func (e *Engine) hints() func(server, tool string) rules.ToolHints {
+	if e.Catalog == nil {
+		return nil
 	}
-	if e.Catalog != nil {
-		ctx.MCPHints = e.Catalog.Hints
-	}
-	return ctx
+	return e.Catalog.Hints
 }
 
 // policy returns the rules in force for a session's directory, and the mode.
@@ -113,68 +117,35 @@ func (e *Engine) policy(cwd string) (*rules.Policy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	mode := e.Mode
-	if mode == "" {
-		mode = p.Mode
-	}
-	if mode == "" {
-		mode = "default"
-	}
-	return p, mode, nil
+	return p, EffectiveMode(e.Mode, p), nil
 }
 
 func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
-	var params permissionParams
-	if err := json.Unmarshal(c.Params, &params); err != nil || len(params.ToolCall) == 0 {
-		e.ask(c, params, &rules.Request{}, rec, start, "not understood", "the request's params cannot be read", nil)
-		return
-	}
 	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
+		params, _ := readPermissionParams(c.Params)
 		e.ask(c, params, &rules.Request{}, rec, start, "config error", err.Error(), nil)
 		return
 	}
-	ctx := e.context(c.Session, mode)
-	var req *rules.Request
-	if c.ToolCall != nil {
-		// The merged view: what earlier session/update notifications said
-		// about this tool call, overlaid with the request's own toolCall.
-		req = rules.ReadToolCall(c.ToolCall.Fields, ctx)
-		if c.ToolCall.Ambiguous {
-			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
-		}
-	} else {
-		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
-	}
-	if err := jsonrpc.Strict(c.Params); err != nil {
-		// Two toolCall or options members: the editor may show one and the
-		// broker judge the other.
-		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
+	ev := Evaluate(Inputs{Params: c.Params, ToolCall: c.ToolCall, Session: c.Session, Policy: p, Mode: mode,
+		Home: e.Home, Remembered: e.remembered(c.Session.ID), MCPHints: e.hints()})
+	params, req := ev.params, ev.Request
+	if !ev.Understood {
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, nil)
+		return
 	}
 	describe(&rec, req)
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
-	v := rules.ApplyMode(p.Decide(req), req, mode)
-	fillVerdict(&rec, v)
-
-	var want []string
-	switch v.Decision {
-	case rules.Allow:
-		want = []string{"allow_once"}
-	case rules.Deny:
-		want = []string{"reject_once", "reject_always"}
-	default:
-		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c.Session, req, p.Remember))
+	fillVerdict(&rec, ev.Verdict)
+	if ev.Decision == rules.Ask {
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, e.rememberer(c.Session, req, p.Remember))
 		return
 	}
-	opt, ok := pick(params.Options, want)
-	if !ok {
-		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c.Session, req, p.Remember))
-		return
-	}
+	opt := ev.Option
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
-	if v.Decision == rules.Allow && req.MCP != nil {
+	if ev.Decision == rules.Allow && req.MCP != nil {
 		e.approved.note(c.Session.ID, *req.MCP, mcpArguments(c, params), true)
 	}
 	if c.SelectOption(opt.OptionID) {
@@ -292,10 +263,12 @@ func decisionOf(kind string) string {
 // rules and protected paths: defense in depth for agents that decide
 // themselves whether to ask.
 func (e *Engine) fsWrite(c *session.Call, start time.Time) {
-	var params struct {
-		Path string `json:"path"`
+	params, err := readWriteParams(c.Params)
+	if err != nil {
+		e.refuseUnreadable(c, start, err)
+		return
 	}
-	if err := json.Unmarshal(c.Params, &params); err != nil || params.Path == "" {
+	if params.Path == "" {
 		c.Forward(nil) // the editor will refuse a malformed request itself
 		return
 	}
@@ -305,12 +278,12 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 
 // terminal checks a terminal the agent asks the editor to start.
 func (e *Engine) terminal(c *session.Call, start time.Time) {
-	var params struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-		Cwd     string   `json:"cwd"`
+	params, err := readTerminalParams(c.Params)
+	if err != nil {
+		e.refuseUnreadable(c, start, err)
+		return
 	}
-	if err := json.Unmarshal(c.Params, &params); err != nil || params.Command == "" {
+	if params.Command == "" {
 		c.Forward(nil)
 		return
 	}
@@ -327,6 +300,16 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 	}
 	raw, _ := json.Marshal(input)
 	e.defend(c, start, map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": raw})
+}
+
+// refuseUnreadable refuses a write or terminal whose params the broker
+// cannot read exactly: the editor might read them otherwise, so they are
+// never forwarded.
+func (e *Engine) refuseUnreadable(c *session.Call, start time.Time, err error) {
+	rec := Record{Session: c.Session.ID, Method: c.Method, Decision: string(rules.Deny), Source: "not understood", Reason: "the request's params: " + err.Error()}
+	c.RespondError(jsonrpc.CodeInvalidParams, "acp-broker cannot read this request's params exactly ("+err.Error()+"), so it is refused")
+	rec.Latency = ms(time.Since(start))
+	e.write(rec)
 }
 
 // defend refuses a request that a deny rule or a protected path forbids,
