@@ -197,8 +197,12 @@ func Parse(frame []byte) (*Message, error) {
 			m.Error = val
 		default:
 			if name, ok := caseVariant(key, envelopeNames); ok {
-				if name == "id" {
+				switch name {
+				case "id":
 					inv.ID, idAmbiguous = nil, true
+				case "method":
+					// A peer that folds case takes it for a request.
+					inv.HasMethod = true
 				}
 				return fail("%q differs only in case from %q", key, name)
 			}
