@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -295,12 +296,25 @@ func TestMCPProxyRefusesCaseVariantEnvelopes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		for lines.Scan() {
+			out <- lines.Text()
+		}
+	}()
 	recv := func() string {
 		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
+		select {
+		case line, ok := <-out:
+			if !ok {
+				t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
+			}
+			return line
+		case <-time.After(waitTimeout):
+			t.Fatalf("no answer from the proxy\nstderr:\n%s", stderr.String())
 		}
-		return lines.Text()
+		return ""
 	}
 	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	recv()

@@ -278,6 +278,10 @@ func TestParseRefusesCaseVariants(t *testing.T) {
 			}
 		}
 	}
+	// A lone "Method" is a request to a peer that folds case: answerable.
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":3,"Method":"tools/call"}`)); err == nil || !err.(*InvalidError).HasMethod || string(err.(*InvalidError).ID) != "3" {
+		t.Errorf(`a lone "Method" is not answerable as a request: %v`, err)
+	}
 	// Inside params nothing is an envelope member; Strict looks there.
 	for _, ok := range []string{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"Params":1,"ID":2}}`, `{"jsonrpc":"2.0","method":"m","_meta":{},"methods":1}`} {
 		if _, err := Parse([]byte(ok)); err != nil {
