@@ -121,18 +121,18 @@ func (u *uniqueNames) add(name string) error {
 // when strings.EqualFold says they are equal, as encoding/json matches
 // member names: "ſ" (U+017F) folds with "s" and "K" (U+212A) with "k", so
 // lower-casing would miss "paramſ". Invalid UTF-8 folds to U+FFFD, as the
-// decoders read it.
+// decoders read it. A lower-case ASCII name is its own fold.
 func foldName(name string) string {
+	plain := true
+	for i := 0; i < len(name) && plain; i++ {
+		plain = name[i] < utf8.RuneSelf && (name[i] < 'A' || name[i] > 'Z')
+	}
+	if plain {
+		return name
+	}
 	b := make([]byte, 0, len(name))
 	for _, r := range name {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b = append(b, byte(r))
-			continue
-		}
-		b = utf8.AppendRune(b, smallestFold(r))
+		b = utf8.AppendRune(b, unicode.ToLower(smallestFold(r)))
 	}
 	return string(b)
 }

@@ -361,3 +361,16 @@ func TestStrictFoldsAsGoDoes(t *testing.T) {
 		t.Fatal(`encoding/json no longer folds "argſ" onto "args": the test's premise is gone`)
 	}
 }
+
+// TestFoldNameMatchesEqualFold: two names fold alike exactly when
+// strings.EqualFold says they are equal.
+func TestFoldNameMatchesEqualFold(t *testing.T) {
+	names := []string{"path", "Path", "PATH", "pat\u0127", "kind", "\u212aind", "KIND", "args", "argſ", "ARGS", "ſ", "s", "S", "\u00df", "ss", "a\xff", "a\xfe", "a\ufffd", "", "_meta", "_Meta", "ǅ", "ǆ", "Ǆ", "ι", "\u0345", "Ι"}
+	for _, a := range names {
+		for _, b := range names {
+			if (foldName(a) == foldName(b)) != strings.EqualFold(a, b) {
+				t.Errorf("foldName(%q)=%q, foldName(%q)=%q, EqualFold %v", a, foldName(a), b, foldName(b), strings.EqualFold(a, b))
+			}
+		}
+	}
+}
