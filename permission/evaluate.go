@@ -44,6 +44,9 @@ type Evaluation struct {
 	Option   Option
 	// Source and Reason say why the request is asked, when it is.
 	Source, Reason string
+	// NoOption, when the rules decided but the request offers no option
+	// of that kind, says which kind is missing.
+	NoOption string
 
 	params permissionParams
 }
@@ -105,7 +108,8 @@ func Evaluate(in Inputs) Evaluation {
 	opt, ok := pick(params.Options, want)
 	if !ok {
 		ev.Decision = rules.Ask
-		ev.Reason = fmt.Sprintf("%s, but the request offers no %s option", ev.Verdict.Reason, strings.Join(want, " or "))
+		ev.NoOption = fmt.Sprintf("the request offers no %s option", strings.Join(want, " or "))
+		ev.Reason = ev.Verdict.Reason + ", but " + ev.NoOption
 		return ev
 	}
 	ev.Option = opt

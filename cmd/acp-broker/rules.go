@@ -421,7 +421,7 @@ func explainJSON(ev permission.Evaluation) verdictJSON {
 	if !ev.Understood {
 		out.Source, out.Reason = ev.Source, ev.Reason
 	} else if ev.Decision != v.Decision {
-		out.Engine, out.Source, out.Reason = string(v.Decision), "options", ev.Reason
+		out.Engine, out.Source, out.Reason = string(v.Decision), "options", ev.NoOption
 	}
 	if v.Rule != nil {
 		out.Rule, out.RuleID, out.Layer = v.Rule.Where(), v.Rule.ID, string(v.Rule.Layer)
@@ -444,7 +444,7 @@ func printExplain(w io.Writer, ev permission.Evaluation) {
 		fmt.Fprintf(w, "          (not decided: %s)\n", ev.Reason)
 		return
 	case ev.Decision != v.Decision:
-		fmt.Fprintf(w, "          (the rules say %s, but %s)\n", v.Decision, ev.Reason)
+		fmt.Fprintf(w, "          (the rules say %s, but %s)\n", v.Decision, ev.NoOption)
 	case ev.Option.OptionID != "":
 		fmt.Fprintf(w, "option:   %s (%s)\n", ev.Option.OptionID, ev.Option.Kind)
 	}
