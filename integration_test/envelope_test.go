@@ -278,8 +278,8 @@ func TestByteOrderMarkGetsAnAnswer(t *testing.T) {
 
 // TestMCPProxyRefusesCaseVariantEnvelopes: through the MCP proxy, a call
 // hidden in a case variant of an envelope member ("Method":"tools/call" on a
-// ping, "Params" beside a harmless call's params) is refused: the Go MCP
-// server behind the proxy would have run it.
+// ping, "Params" beside a harmless call's params) or behind a byte order mark
+// is refused with an error for its id, and never reaches the server.
 func TestMCPProxyRefusesCaseVariantEnvelopes(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{
@@ -327,6 +327,7 @@ func TestMCPProxyRefusesCaseVariantEnvelopes(t *testing.T) {
 		{"params_with_long_s", `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"read_note","arguments":{"name":"a"}},"paramſ":` + del + `}`, "13"},
 		{"Method_alone", `{"jsonrpc":"2.0","id":14,"Method":"tools/call","params":` + del + `}`, "14"},
 		{"ID_beside_id", `{"jsonrpc":"2.0","id":15,"ID":16,"method":"ping","Method":"tools/call","params":` + del + `}`, ""},
+		{"behind_a_byte_order_mark", "\ufeff" + `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":` + del + `}`, "17"},
 	} {
 		send(c.msg)
 		if c.id != "" {
