@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -137,5 +138,52 @@ func TestExplainCrossCheckCatchesADisagreement(t *testing.T) {
 	if len(rec.errors) > 0 || d.skipNext != "" {
 		t.Errorf("liveOnly did not skip the next check (errors %q)", rec.errors)
 	}
+	d.finish()
+}
+
+// TestExplainReplaysABrokersTrace: `rules explain --transcript` on a running
+// broker's --trace file knows the session's directory from its session/new
+// and the command from an earlier tool_call, as the live broker does; without
+// the transcript it knows neither.
+func TestExplainReplaysABrokersTrace(t *testing.T) {
+	t.Parallel()
+	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	d := startDecider(t, deciderOptions{rules: decideRules, args: []string{"--trace", trace}})
+	d.AgentToEditor(toolCallUpdate("tool_call", `"toolCallId":"toolu_1","kind":"execute","title":"Terminal","status":"pending","rawInput":{"command":"git push --force origin main"}`))
+	explain := func(params string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(brokerBin, append([]string{"rules", "explain", "--json", "--config", d.config}, args...)...)
+		cmd.Env = append(testEnv(), d.env...)
+		cmd.Dir = d.root // not the session's directory
+		cmd.Stdin = strings.NewReader(d.expand(params))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("rules explain: %v\n%s", err, out)
+		}
+		var v struct{ Decision, Option string }
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("rules explain printed %s", out)
+		}
+		return v.Decision + " " + v.Option
+	}
+	push := `{"sessionId":"sess_1","toolCall":{"toolCallId":"toolu_1","title":"Terminal"},"options":` + claudeOptions + `}`
+	edit := `{"sessionId":"sess_1","toolCall":{"toolCallId":"toolu_2","title":"Edit","kind":"edit","locations":[{"path":"$CWD/src/a.go"}]},"options":` + claudeOptions + `}`
+	for _, c := range []struct{ name, params, want string }{
+		{"merged_command_with_the_trace", push, "deny reject"},
+		{"session_directory_with_the_trace", edit, "allow allow"},
+	} {
+		if got := explain(c.params, "--transcript", trace); got != c.want {
+			t.Errorf("%s: rules explain says %q, want %q", c.name, got, c.want)
+		}
+	}
+	if got := explain(push); got != "ask " {
+		t.Errorf("without the trace, the merged command: %q, want ask", got)
+	}
+	if got := explain(edit); got != "ask " {
+		t.Errorf("without the trace, the edit in the session's src: %q, want ask", got)
+	}
+	// And live, the same.
+	d.decided(permission(`1`, `{"toolCallId":"toolu_1","title":"Terminal"}`, claudeOptions), "reject")
+	d.decided(permission(`2`, `{"toolCallId":"toolu_2","title":"Edit","kind":"edit","locations":[{"path":"$CWD/src/a.go"}]}`, claudeOptions), "allow")
 	d.finish()
 }
