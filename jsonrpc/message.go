@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Kind tells requests, notifications and responses apart.
@@ -72,6 +73,9 @@ type InvalidError struct {
 	// HasMethod reports that the frame named a method: it was meant as a
 	// request (when ID is set) rather than a response.
 	HasMethod bool
+	// IsResponse reports that the frame had a result or an error and no
+	// method: it was meant as the response to the request with ID.
+	IsResponse bool
 }
 
 func (e *InvalidError) Error() string { return "not a JSON-RPC 2.0 message: " + e.Reason }
@@ -79,25 +83,39 @@ func (e *InvalidError) Error() string { return "not a JSON-RPC 2.0 message: " + 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 10000
 
+// envelopeNames are the members of a JSON-RPC 2.0 message.
+var envelopeNames = []string{"jsonrpc", "method", "id", "params", "result", "error"}
+
+// byteOrderMark is U+FEFF in UTF-8. JSON text must not begin with it, and
+// peers disagree on whether to skip it.
+var byteOrderMark = []byte("\xef\xbb\xbf")
+
 // Parse reads the envelope of one frame. It checks the frame's whole syntax
 // without decoding values it does not need, and refuses anything a JSON-RPC
-// peer could read differently: a duplicated envelope key, a method that is not
-// a string, both a result and an error.
+// peer could read differently: a duplicated envelope key, an envelope key in
+// another letter case ("Params", "ID": Go's encoding/json takes them for
+// "params" and "id"), a method that is not a string, both a result and an
+// error, a byte order mark before the message.
 func Parse(frame []byte) (*Message, error) {
 	m := &Message{Raw: frame}
 	inv := &InvalidError{}
 	idAmbiguous := false
 	fail := func(reason string, args ...any) (*Message, error) {
 		inv.Reason = fmt.Sprintf(reason, args...)
+		// The id may come after the member that was refused.
+		h := ParseHead(frame)
 		if inv.ID == nil && !idAmbiguous {
-			// The id may come after the member that was refused.
-			h := ParseHead(frame)
-			inv.ID, inv.HasMethod = h.ID, inv.HasMethod || h.HasMethod
+			inv.ID = h.ID
 		}
+		inv.HasMethod = inv.HasMethod || h.HasMethod
+		inv.IsResponse = h.IsResponse && !inv.HasMethod
 		return nil, inv
 	}
 	s := scanner{data: frame}
 	s.skipSpace()
+	if bytes.HasPrefix(frame[s.pos:], byteOrderMark) {
+		return nil, afterByteOrderMark(frame[s.pos+len(byteOrderMark):])
+	}
 	if s.pos >= len(frame) || frame[s.pos] != '{' {
 		if s.pos < len(frame) && frame[s.pos] == '[' {
 			return fail("batches are not supported")
@@ -177,6 +195,17 @@ func Parse(frame []byte) (*Message, error) {
 				return fail(`"error" must be an object`)
 			}
 			m.Error = val
+		default:
+			if name, ok := caseVariant(key, envelopeNames); ok {
+				switch name {
+				case "id":
+					inv.ID, idAmbiguous = nil, true
+				case "method":
+					// A peer that folds case takes it for a request.
+					inv.HasMethod = true
+				}
+				return fail("%q differs only in case from %q", key, name)
+			}
 		}
 		first = false
 		s.skipSpace()
@@ -220,6 +249,23 @@ func Parse(frame []byte) (*Message, error) {
 	return m, nil
 }
 
+// afterByteOrderMark refuses a frame that begins with a byte order mark,
+// with what can be read of the message after it, so that a request is still
+// answered.
+func afterByteOrderMark(rest []byte) error {
+	const reason = "a byte order mark (U+FEFF) precedes the message"
+	inv := &InvalidError{Reason: reason}
+	m, err := Parse(rest)
+	switch e := err.(type) {
+	case nil:
+		inv.ID, inv.HasMethod, inv.IsResponse = m.ID, m.Kind != Response, m.Kind == Response
+	case *InvalidError:
+		inv.ID, inv.HasMethod, inv.IsResponse = e.ID, e.HasMethod, e.IsResponse
+		inv.Reason = reason + ", and " + e.Reason
+	}
+	return inv
+}
+
 // Head is what could be read of the start of a frame that was too large to
 // keep: its id and whether it was a request or a response.
 type Head struct {
@@ -229,15 +275,21 @@ type Head struct {
 }
 
 // ParseHead reads envelope members from the start of a truncated frame, in
-// order, until the first member whose value was cut off.
+// order, until the first member whose value was cut off. A head whose id is
+// repeated or also given in another letter case has no id.
 func ParseHead(head []byte) Head {
 	var h Head
 	s := scanner{data: head}
 	s.skipSpace()
+	for bytes.HasPrefix(head[s.pos:], byteOrderMark) {
+		s.pos += len(byteOrderMark)
+		s.skipSpace()
+	}
 	if s.pos >= len(head) || head[s.pos] != '{' {
 		return h
 	}
 	s.pos++
+	idAmbiguous := false
 	for {
 		key, err := s.key()
 		if err != nil {
@@ -249,13 +301,23 @@ func ParseHead(head []byte) Head {
 			h.HasMethod = true
 		case "result", "error":
 			h.IsResponse = true
+		default:
+			if key != "id" && strings.EqualFold(key, "id") {
+				idAmbiguous = true
+			}
 		}
 		start := s.pos
 		if err := s.skipValue(1); err != nil {
 			return h
 		}
 		if key == "id" {
+			if h.ID != nil {
+				idAmbiguous = true
+			}
 			h.ID = head[start:s.pos]
+		}
+		if idAmbiguous {
+			h.ID = nil
 		}
 		if done, err := s.endOfMember('}'); done || err != nil {
 			return h

@@ -171,6 +171,9 @@ func FuzzParse(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"a","method":"b"}`,
 		`{"jsonrpc":"2.0","\u006dethod":"m","id":null}`,
 		`[1,2]`, `banner`, `{"a":"\\"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"m","params":{},"paramſ":{}}`,
+		"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -185,21 +188,24 @@ func FuzzParse(f *testing.F) {
 		var env struct {
 			Method *string          `json:"method"`
 			ID     *json.RawMessage `json:"id"`
+			Params *json.RawMessage `json:"params"`
+			Result *json.RawMessage `json:"result"`
+			Error  *json.RawMessage `json:"error"`
 		}
-		// Parse refuses duplicate envelope keys, so the standard decoder's
-		// last-wins rule and exact-case matching agree with it here, except
-		// that encoding/json also matches keys case-insensitively.
+		// Parse refuses duplicate envelope keys and envelope keys in another
+		// letter case, so the standard decoder's last-wins rule and its
+		// case-insensitive matching agree with it on every input it accepts.
 		var members map[string]json.RawMessage
 		if json.Unmarshal(data, &members) != nil {
 			t.Fatalf("Parse accepted a non-object: %q", data)
 		}
-		for k := range members {
-			if k != "method" && k != "id" && (strings.EqualFold(k, "method") || strings.EqualFold(k, "id")) {
-				return
-			}
-		}
 		if err := json.Unmarshal(data, &env); err != nil {
 			return
+		}
+		if (env.Params != nil) != (m.Params != nil && string(m.Params) != "null") ||
+			(env.Result != nil) != (m.Result != nil && string(m.Result) != "null") ||
+			(env.Error != nil) != (m.Error != nil && string(m.Error) != "null") {
+			t.Fatalf("params, result or error presence differs: %q", data)
 		}
 		if (env.Method != nil) != (m.Kind == Request || m.Kind == Notification) {
 			t.Fatalf("method presence differs: %q", data)
@@ -223,6 +229,148 @@ func TestStrictLooksAtEveryDepth(t *testing.T) {
 	for _, bad := range []string{`{"a":{"b":1,"b":2}}`, `[{"k":1,"K":2}]`, `{"a":[{"x":{"y":1,"Y":1}}]}`, `{"a":1} x`, `{"a":`} {
 		if err := Strict(json.RawMessage(bad)); err == nil {
 			t.Errorf("Strict(%s) accepted it", bad)
+		}
+	}
+}
+
+// TestParseRefusesCaseVariants: every envelope member in another letter case,
+// alone or next to the exact one, in any order, escaped or with the Unicode
+// letters Go folds onto ASCII ones, is refused; a request stays answerable
+// unless its id is the ambiguous member.
+func TestParseRefusesCaseVariants(t *testing.T) {
+	variants := map[string][]string{
+		"jsonrpc": {"JSONRPC", "Jsonrpc", "jsonRPC", "jſonrpc"},
+		"method":  {"Method", "METHOD", "mEthod", "\\u004dethod"},
+		"id":      {"ID", "Id", "iD"},
+		"params":  {"Params", "PARAMS", "paramS", "paramſ", "\\u0050arams", "\\u0070aram\\u017f"},
+		"result":  {"Result", "RESULT", "reſult"},
+		"error":   {"Error", "ERROR", "errOr"},
+	}
+	value := map[string]string{"jsonrpc": `"2.0"`, "method": `"tools/call"`, "id": `2`, "params": `{"name":"drop"}`, "result": `{}`, "error": `{"code":1,"message":"x"}`}
+	base := map[string]string{
+		"request":  `"jsonrpc":"2.0","id":1,"method":"ping","params":{}`,
+		"response": `"jsonrpc":"2.0","id":1,"result":{}`,
+	}
+	for kind, members := range base {
+		for name, vs := range variants {
+			for _, v := range vs {
+				for _, frame := range []string{
+					`{` + members + `,"` + v + `":` + value[name] + `}`,
+					`{"` + v + `":` + value[name] + `,` + members + `}`,
+				} {
+					_, err := Parse([]byte(frame))
+					inv, ok := err.(*InvalidError)
+					if !ok {
+						t.Errorf("%s: Parse accepted %s", kind, frame)
+						continue
+					}
+					switch {
+					case name == "id" && inv.ID != nil:
+						t.Errorf("answerable with id %s, though the id is ambiguous: %s", inv.ID, frame)
+					case name != "id" && string(inv.ID) != "1":
+						t.Errorf("id = %s, want 1: %s", inv.ID, frame)
+					case name != "id" && kind == "request" && !inv.HasMethod:
+						t.Errorf("a request not marked as one: %s", frame)
+					case name != "id" && name != "method" && kind == "response" && !inv.IsResponse:
+						t.Errorf("a response not marked as one: %s", frame)
+					}
+				}
+			}
+		}
+	}
+	// A lone "Method" is a request to a peer that folds case: answerable.
+	if _, err := Parse([]byte(`{"jsonrpc":"2.0","id":3,"Method":"tools/call"}`)); err == nil || !err.(*InvalidError).HasMethod || string(err.(*InvalidError).ID) != "3" {
+		t.Errorf(`a lone "Method" is not answerable as a request: %v`, err)
+	}
+	// Inside params nothing is an envelope member; Strict looks there.
+	for _, ok := range []string{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"Params":1,"ID":2}}`, `{"jsonrpc":"2.0","method":"m","_meta":{},"methods":1}`} {
+		if _, err := Parse([]byte(ok)); err != nil {
+			t.Errorf("Parse(%s) = %v", ok, err)
+		}
+	}
+}
+
+func TestParseRefusesAByteOrderMarkButKeepsTheID(t *testing.T) {
+	const bom = "\ufeff"
+	tests := []struct {
+		frame            string
+		id               string
+		method, response bool
+	}{
+		{bom + `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{}}`, "7", true, false},
+		{" " + bom + `{"jsonrpc":"2.0","id":"r","method":"m"}`, `"r"`, true, false},
+		{bom + bom + `{"jsonrpc":"2.0","id":7,"method":"m"}`, "7", true, false},
+		{bom + `{"jsonrpc":"2.0","id":8,"result":{}}`, "8", false, true},
+		{bom + `{"jsonrpc":"2.0","id":9,"method":"m","Params":{}}`, "9", true, false},
+		{bom + `{"jsonrpc":"2.0","id":9,"ID":10,"method":"m"}`, "", true, false},
+		{bom + `{"jsonrpc":"2.0","method":"m"}`, "", true, false},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.frame))
+		inv, ok := err.(*InvalidError)
+		if !ok {
+			t.Errorf("Parse accepted %q", tt.frame)
+			continue
+		}
+		if string(inv.ID) != tt.id || inv.HasMethod != tt.method || inv.IsResponse != tt.response {
+			t.Errorf("%q: id %s method %v response %v, want %s %v %v", tt.frame, inv.ID, inv.HasMethod, inv.IsResponse, tt.id, tt.method, tt.response)
+		}
+		if !strings.Contains(inv.Reason, "byte order mark") {
+			t.Errorf("%q: reason %q does not name the byte order mark", tt.frame, inv.Reason)
+		}
+	}
+	if h := ParseHead([]byte(bom + `{"jsonrpc":"2.0","id":3,"method":"m","params":{"x":"aaa`)); string(h.ID) != "3" || !h.HasMethod {
+		t.Errorf("head past a byte order mark = %+v", h)
+	}
+	if h := ParseHead([]byte(`{"jsonrpc":"2.0","id":3,"Id":4,"method":"m","params":{"x":"aaa`)); h.ID != nil {
+		t.Errorf("head with an ambiguous id has id %s", h.ID)
+	}
+}
+
+// TestStrictFoldsAsGoDoes: Strict and ExactMembers treat names as equal
+// exactly when encoding/json would match one for the other.
+func TestStrictFoldsAsGoDoes(t *testing.T) {
+	for _, pair := range [][2]string{{"path", "PATH"}, {"args", "argſ"}, {"kind", "\u212aind"}, {"a\xff", "a\xfe"}} {
+		obj := `{"` + pair[0] + `":1,"x":{"` + pair[0] + `":1,"` + pair[1] + `":2}}`
+		if err := Strict(json.RawMessage(obj)); err == nil {
+			t.Errorf("Strict accepted %q", obj)
+		}
+	}
+	if _, err := ExactMembers(json.RawMessage(`{"Path":"/etc/passwd","content":""}`), "path", "content"); err == nil {
+		t.Error(`ExactMembers took "Path" alone`)
+	}
+	if _, err := ExactMembers(json.RawMessage(`{"paTh":"x"}`), "path"); err == nil {
+		t.Error(`ExactMembers took "paTh"`)
+	}
+	if m, err := ExactMembers(json.RawMessage(`{"path":"x","Other":1,"_meta":{}}`), "path", "_meta"); err != nil || string(m["path"]) != `"x"` {
+		t.Errorf("ExactMembers = %v, %v", m, err)
+	}
+	// What encoding/json itself matches, for the pairs above.
+	for _, name := range []string{"PATH", "paTh"} {
+		var v struct {
+			Path string `json:"path"`
+		}
+		if json.Unmarshal([]byte(`{"`+name+`":"x"}`), &v); v.Path != "x" {
+			t.Fatalf("encoding/json no longer folds %q onto \"path\": the test's premise is gone", name)
+		}
+	}
+	var v struct {
+		Args int `json:"args"`
+	}
+	if json.Unmarshal([]byte(`{"argſ":1}`), &v); v.Args != 1 {
+		t.Fatal(`encoding/json no longer folds "argſ" onto "args": the test's premise is gone`)
+	}
+}
+
+// TestFoldNameMatchesEqualFold: two names fold alike exactly when
+// strings.EqualFold says they are equal.
+func TestFoldNameMatchesEqualFold(t *testing.T) {
+	names := []string{"path", "Path", "PATH", "pat\u0127", "kind", "\u212aind", "KIND", "args", "argſ", "ARGS", "ſ", "s", "S", "\u00df", "ss", "a\xff", "a\xfe", "a\ufffd", "", "_meta", "_Meta", "ǅ", "ǆ", "Ǆ", "ι", "\u0345", "Ι"}
+	for _, a := range names {
+		for _, b := range names {
+			if (foldName(a) == foldName(b)) != strings.EqualFold(a, b) {
+				t.Errorf("foldName(%q)=%q, foldName(%q)=%q, EqualFold %v", a, foldName(a), b, foldName(b), strings.EqualFold(a, b))
+			}
 		}
 	}
 }

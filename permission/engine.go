@@ -85,26 +85,31 @@ type option struct {
 	Kind     string `json:"kind"`
 }
 
+// permissionParams is what the broker reads of a session/request_permission
+// (see readPermissionParams).
 type permissionParams struct {
-	SessionID string          `json:"sessionId"`
-	ToolCall  json.RawMessage `json:"toolCall"`
-	Options   []option        `json:"options"`
+	SessionID string
+	ToolCall  json.RawMessage
+	Options   []option
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {
+	return sessionContext(info, mode, e.Home, e.remembered(info.ID), e.hints(info.ID))
+}
+
+// remembered returns the answers remembered for one session only.
+func (e *Engine) remembered(sessionID string) []*rules.Rule {
 	e.mu.Lock()
-	remembered := e.sessionRules[info.ID]
-	e.mu.Unlock()
-	ctx := rules.Context{Cwd: info.Cwd, Roots: info.AdditionalDirectories, Home: e.Home, Mode: mode, Session: remembered}
-	for _, raw := range info.MCPServers {
-		if name, ok := jsonrpc.String(raw, "name"); ok {
-			ctx.MCPServers = append(ctx.MCPServers, name)
-		}
+	defer e.mu.Unlock()
+	return e.sessionRules[sessionID]
+}
+
+// hints tells what the MCP proxies of a session learned of its tools.
+func (e *Engine) hints(sessionID string) func(server, tool string) rules.ToolHints {
+	if e.Catalog == nil {
+		return nil
 	}
-	if e.Catalog != nil {
-		ctx.MCPHints = e.Catalog.HintsFor(info.ID)
-	}
-	return ctx
+	return e.Catalog.HintsFor(sessionID)
 }
 
 // policy returns the rules in force for a session's directory, and the mode.
@@ -113,74 +118,35 @@ func (e *Engine) policy(cwd string) (*rules.Policy, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	mode := e.Mode
-	if mode == "" {
-		mode = p.Mode
-	}
-	if mode == "" {
-		mode = "default"
-	}
-	return p, mode, nil
+	return p, EffectiveMode(e.Mode, p), nil
 }
 
 func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
-	var params permissionParams
-	if err := json.Unmarshal(c.Params, &params); err != nil || len(params.ToolCall) == 0 {
-		e.ask(c, params, &rules.Request{}, rec, start, "not understood", "the request's params cannot be read", nil)
-		return
-	}
 	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
+		params, _ := readPermissionParams(c.Params)
 		e.ask(c, params, &rules.Request{}, rec, start, "config error", err.Error(), nil)
 		return
 	}
-	ctx := e.context(c.Session, mode)
-	var req *rules.Request
-	if c.ToolCall != nil {
-		// The merged view: what earlier session/update notifications said
-		// about this tool call, overlaid with the request's own toolCall.
-		req = rules.ReadToolCall(c.ToolCall.Fields, ctx)
-		if c.ToolCall.Ambiguous {
-			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
-		}
-		req.Conflicts = append(req.Conflicts, c.ToolCall.Disagreements...)
-	} else {
-		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
-	}
-	if err := jsonrpc.Strict(c.Params); err != nil {
-		// Two toolCall or options members: the editor may show one and the
-		// broker judge the other.
-		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
-	}
-	if !c.Session.Opened {
-		// Without the session's directory its project rules and every ./
-		// rule are missing: what still denies does, nothing is allowed.
-		req.NotUnderstood = append(req.NotUnderstood, unopened(c.Session.ID))
+	ev := Evaluate(Inputs{Params: c.Params, ToolCall: c.ToolCall, Session: c.Session, Policy: p, Mode: mode,
+		Home: e.Home, Remembered: e.remembered(c.Session.ID), MCPHints: e.hints(c.Session.ID)})
+	params, req := ev.params, ev.Request
+	if !ev.Understood {
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, nil)
+		return
 	}
 	describe(&rec, req)
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
-	v := rules.ApplyMode(p.Decide(req), req, mode)
-	fillVerdict(&rec, v)
-
-	var want []string
-	switch v.Decision {
-	case rules.Allow:
-		want = []string{"allow_once"}
-	case rules.Deny:
-		want = []string{"reject_once", "reject_always"}
-	default:
-		e.ask(c, params, req, rec, start, v.Source, v.Reason, e.rememberer(c.Session, req, p.Remember, currentRequest(c, ctx)))
+	fillVerdict(&rec, ev.Verdict)
+	if ev.Decision == rules.Ask {
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, e.rememberer(c.Session, req, p.Remember, currentRequest(c, e.context(c.Session, mode))))
 		return
 	}
-	opt, ok := pick(params.Options, want)
-	if !ok {
-		e.ask(c, params, req, rec, start, v.Source, fmt.Sprintf("%s, but the request offers no %s option", v.Reason, strings.Join(want, " or ")), e.rememberer(c.Session, req, p.Remember, currentRequest(c, ctx)))
-		return
-	}
+	opt := ev.Option
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
-	if v.Decision == rules.Allow {
+	if ev.Decision == rules.Allow {
 		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)
 	}
 	if c.SelectOption(opt.OptionID) {
@@ -350,10 +316,12 @@ func decisionOf(kind string) string {
 // fsWrite checks a write the agent asks the editor to make (defend): what
 // the agent did not ask about is not written blindly.
 func (e *Engine) fsWrite(c *session.Call, start time.Time) {
-	var params struct {
-		Path string `json:"path"`
+	params, err := readWriteParams(c.Params)
+	if err != nil {
+		e.refuseUnreadable(c, start, err)
+		return
 	}
-	if err := json.Unmarshal(c.Params, &params); err != nil || params.Path == "" {
+	if params.Path == "" {
 		c.Forward(nil) // the editor will refuse a malformed request itself
 		return
 	}
@@ -368,16 +336,12 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 
 // terminal checks a terminal the agent asks the editor to start (defend).
 func (e *Engine) terminal(c *session.Call, start time.Time) {
-	var params struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-		Cwd     string   `json:"cwd"`
-		Env     []struct {
-			Name  string `json:"name"`
-			Value string `json:"value"`
-		} `json:"env"`
+	params, err := readTerminalParams(c.Params)
+	if err != nil {
+		e.refuseUnreadable(c, start, err)
+		return
 	}
-	if err := json.Unmarshal(c.Params, &params); err != nil || params.Command == "" {
+	if params.Command == "" {
 		c.Forward(nil)
 		return
 	}
@@ -407,6 +371,16 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		what, _ := commandApproval(req.Command, req.Dir)
 		return what
 	})
+}
+
+// refuseUnreadable refuses a write or terminal whose params the broker
+// cannot read exactly: the editor might read them otherwise, so they are
+// never forwarded.
+func (e *Engine) refuseUnreadable(c *session.Call, start time.Time, err error) {
+	rec := Record{Session: c.Session.ID, Method: c.Method, Decision: string(rules.Deny), Source: "not understood", Reason: "the request's params: " + err.Error()}
+	c.RespondError(jsonrpc.CodeInvalidParams, "acp-broker cannot read this request's params exactly ("+err.Error()+"), so it is refused")
+	rec.Latency = ms(time.Since(start))
+	e.write(rec)
 }
 
 // defend decides a write or a terminal the agent asks the editor for. Agents

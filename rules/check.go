@@ -131,20 +131,6 @@ func (p *Policy) BlindSpots() []string {
 	return warnings
 }
 
-// Effective is the decision the broker can carry out with the options a
-// request offers: allowing needs an allow_once option, denying a
-// reject_once or reject_always one; without it the request goes to the
-// human, and note says why.
-func Effective(d Decision, offered map[string]bool) (Decision, string) {
-	switch {
-	case d == Allow && !offered["allow_once"]:
-		return Ask, "the request offers no allow_once option"
-	case d == Deny && !offered["reject_once"] && !offered["reject_always"]:
-		return Ask, "the request offers no reject option"
-	}
-	return d, ""
-}
-
 // Matcher is one of a rule's action and name matchers, as written.
 type Matcher struct {
 	Name     string

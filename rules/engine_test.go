@@ -300,15 +300,3 @@ func TestRequestsThatCannotBeReadAreNeverAllowed(t *testing.T) {
 		})
 	}
 }
-
-func TestEffectiveDecisionNeedsTheOption(t *testing.T) {
-	if d, _ := Effective(Allow, map[string]bool{"allow_always": true, "reject_once": true}); d != Ask {
-		t.Errorf("allow without allow_once = %s", d)
-	}
-	if d, _ := Effective(Deny, map[string]bool{"allow_once": true, "reject_always": true}); d != Deny {
-		t.Errorf("deny with reject_always = %s", d)
-	}
-	if d, _ := Effective(Deny, map[string]bool{"allow_once": true}); d != Ask {
-		t.Errorf("deny without a reject option = %s", d)
-	}
-}

@@ -602,15 +602,7 @@ func (b *broker) intercept(frame []byte) {
 	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
-	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
-	if sessionID != "" {
-		c.Session = b.tracker.info(sessionID)
-		if m.Method == "session/request_permission" {
-			if tc, ok := jsonrpc.Field(m.Params, "toolCall"); ok {
-				c.ToolCall = b.tracker.mergeToolCall(sessionID, tc, true)
-			}
-		}
-	}
+	c.Session, c.ToolCall = b.tracker.intercepted(m.Method, m.Params)
 	key := m.IDKey()
 	b.mu.Lock()
 	_, dup := b.calls[key]
@@ -782,10 +774,17 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 		"hint", "raise --max-message-size if the peer really sends messages this large")
 	b.trace.recordText(from+"->broker", tl.Head, fmt.Sprintf("dropped: %d bytes exceed the limit of %d", tl.Size, tl.Limit))
 	h := jsonrpc.ParseHead(tl.Head)
+	b.answerDropped(from, h, fmt.Sprintf("message of %d bytes exceeds acp-broker's limit of %d bytes (--max-message-size)", tl.Size, tl.Limit), true)
+}
+
+// answerDropped answers whoever waits for a message the broker dropped: the
+// sender of a request, or the side a dropped response was meant for. An
+// editor response that answers no intercepted call is taken for the answer
+// to an agent request only if guess is set.
+func (b *broker) answerDropped(from string, h jsonrpc.Head, msg string, guess bool) {
 	if h.ID == nil {
 		return
 	}
-	msg := fmt.Sprintf("message of %d bytes exceeds acp-broker's limit of %d bytes (--max-message-size)", tl.Size, tl.Limit)
 	switch {
 	case h.HasMethod && from == fromAgent:
 		b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, msg))
@@ -794,9 +793,12 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 	case h.IsResponse && from == fromAgent:
 		// The editor waits for this response: it gets an error instead.
 		b.mu.Lock()
+		_, pending := b.editorPending[jsonrpc.IDKey(h.ID)]
 		delete(b.editorPending, jsonrpc.IDKey(h.ID))
 		b.mu.Unlock()
-		b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the agent's response: "+msg))
+		if pending {
+			b.toEditor("broker->editor", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the agent's response: "+msg))
+		}
 	case h.IsResponse:
 		// Routed as editorResponse routes a response, so that it never
 		// becomes a second answer or one under the broker's id.
@@ -813,10 +815,10 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 		switch {
 		case own:
 			ch <- reparse(jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
-		case shadowed || isOwnID(h.ID):
-		case c != nil:
+		case shadowed:
+		case c != nil && c.isForwarded():
 			c.RespondError(jsonrpc.CodeInvalidRequest, "the editor's response: "+msg)
-		default:
+		case c == nil && guess && !isOwnID(h.ID):
 			b.toAgent("broker->agent", jsonrpc.NewError(h.ID, jsonrpc.CodeInvalidRequest, "the editor's response: "+msg))
 		}
 	}
@@ -824,7 +826,8 @@ func (b *broker) tooLarge(from string, tl *jsonrpc.TooLargeError) {
 
 // invalid reports a line that is not JSON-RPC. It is never forwarded: one
 // stray line on an editor's input can break its whole connection. A request
-// whose id could be read is answered with an error.
+// whose id could be read is answered with an error, and so is the request a
+// refused response with a readable id answered.
 func (b *broker) invalid(from string, frame []byte, err error) {
 	line := string(frame)
 	if len(line) > 200 {
@@ -837,13 +840,14 @@ func (b *broker) invalid(from string, frame []byte, err error) {
 	}
 	b.trace.recordText(from+"->broker", frame, "dropped: "+err.Error())
 	var inv *jsonrpc.InvalidError
-	if errors.As(err, &inv) && inv.ID != nil && inv.HasMethod {
-		reply := jsonrpc.NewError(inv.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+inv.Reason)
-		if from == fromAgent {
-			b.toAgent("broker->agent", reply)
-		} else {
-			b.toEditor("broker->editor", reply)
+	if errors.As(err, &inv) {
+		msg := "invalid request: " + inv.Reason
+		if !inv.HasMethod {
+			msg = "invalid message: " + inv.Reason
 		}
+		// A line without "jsonrpc" may be anything with an "id"; only a
+		// request the broker knows waits is answered for it.
+		b.answerDropped(from, jsonrpc.Head{ID: inv.ID, HasMethod: inv.HasMethod, IsResponse: inv.IsResponse}, msg, false)
 	}
 }
 

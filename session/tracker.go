@@ -462,6 +462,23 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	return view
 }
 
+// intercepted returns what is known of an intercepted request's session and,
+// for a permission request, merges its toolCall into the session's view and
+// returns the result.
+func (t *tracker) intercepted(method string, params json.RawMessage) (Info, *ToolCall) {
+	sessionID, _ := jsonrpc.String(params, "sessionId")
+	if sessionID == "" {
+		return Info{}, nil
+	}
+	info := t.info(sessionID)
+	if method == "session/request_permission" {
+		if tc, ok := jsonrpc.Field(params, "toolCall"); ok {
+			return info, t.mergeToolCall(sessionID, tc, true)
+		}
+	}
+	return info, nil
+}
+
 // info returns a copy of what is known of a session: Opened is false for a
 // session the editor did not open.
 func (t *tracker) info(sessionID string) Info {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,13 +10,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acp-broker/acp-broker/mcp"
+	"github.com/acp-broker/acp-broker/permission"
 	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
 )
 
 // layerOptions are the flags that choose the rule layers to load.
@@ -31,17 +36,33 @@ func (o *layerOptions) register(cmd *cobra.Command) {
 // load reads every layer. Warnings go to stderr; a broken file is an error
 // naming its file, line and column.
 func (o *layerOptions) load(stderr io.Writer) (*rules.Policy, rules.Locations, string, error) {
-	loc, err := rules.DefaultLocations()
+	cwd, err := o.dir()
 	if err != nil {
-		return nil, loc, "", userError(1, err.Error())
+		return nil, rules.Locations{}, "", err
 	}
+	return o.loadFor(stderr, cwd)
+}
+
+// dir is the --cwd given, or the current directory, made absolute.
+func (o *layerOptions) dir() (string, error) {
 	cwd := o.cwd
+	var err error
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {
-			return nil, loc, "", userError(1, err.Error())
+			return "", userError(1, err.Error())
 		}
 	}
 	if cwd, err = filepath.Abs(cwd); err != nil {
+		return "", userError(1, err.Error())
+	}
+	return cwd, nil
+}
+
+// loadFor reads every layer for a session in cwd; "" is a session whose
+// directory is unknown, which has no project layer.
+func (o *layerOptions) loadFor(stderr io.Writer, cwd string) (*rules.Policy, rules.Locations, string, error) {
+	loc, err := rules.DefaultLocations()
+	if err != nil {
 		return nil, loc, "", userError(1, err.Error())
 	}
 	policy, warnings, err := rules.Load(rules.LoadOptions{Locations: loc, Extra: o.configs, ProjectDir: cwd})
@@ -169,14 +190,17 @@ func describeRule(r *rules.Rule) string {
 
 type explainOptions struct {
 	layerOptions
-	json    bool
-	kind    string
-	command string
-	paths   []string
-	url     string
-	title   string
-	tool    string
-	mcp     string
+	json       bool
+	kind       string
+	command    string
+	paths      []string
+	url        string
+	title      string
+	tool       string
+	mcp        string
+	mode       string
+	dirs       []string
+	transcript string
 }
 
 func newRulesExplainCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -186,10 +210,23 @@ func newRulesExplainCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Comman
 		Short: "Decide one permission request and say why",
 		Long: `Reads a session/request_permission params object on stdin, or builds a
 request from the flags, and prints the effective decision, the deciding layer,
-rule and reason, and a verdict for each part of a compound command.`,
+rule and reason, and a verdict for each part of a compound command.
+
+The request is decided by the code the live broker runs: its params read
+exactly, the mode applied, and the option of the decided kind chosen; a
+request that offers no such option is asked. A request built from the flags
+offers allow_once and reject_once.
+
+--transcript replays what the agent and the editor sent before the request,
+as the broker's --trace file records it (or lines {"dir":"agent","message":
+{...}} and {"dir":"editor",...}): the session's directories come from its
+session/new, and the tool call is merged with its session/update messages
+as live. --cwd and --additional-directory, when given, replace the
+directories. What explain cannot know: answers remembered for one session
+only, and the channels a human would be asked on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runExplain(&o, stdin, stdout, stderr)
+			return runExplain(cmd, &o, stdin, stdout, stderr)
 		},
 	}
 	o.register(cmd)
@@ -202,60 +239,93 @@ rule and reason, and a verdict for each part of a compound command.`,
 	f.StringVar(&o.title, "title", "", "the tool call's title")
 	f.StringVar(&o.tool, "tool", "", "the tool's name")
 	f.StringVar(&o.mcp, "mcp", "", "an MCP tool, as server/tool")
+	f.StringVar(&o.mode, "mode", "", "the broker's --mode (default: the config's mode)")
+	f.StringArrayVar(&o.dirs, "additional-directory", nil, "one of the session's additionalDirectories (repeatable)")
+	f.StringVar(&o.transcript, "transcript", "", "replay this JSONL transcript of the session first (a --trace file)")
 	return cmd
-}
-
-// permissionParams is the part of session/request_permission explain reads.
-type permissionParams struct {
-	ToolCall json.RawMessage `json:"toolCall"`
-	Options  []struct {
-		Kind string `json:"kind"`
-	} `json:"options"`
 }
 
 func (o *explainOptions) fromFlags() bool {
 	return o.kind != "" || o.command != "" || len(o.paths) > 0 || o.url != "" || o.title != "" || o.tool != "" || o.mcp != ""
 }
 
-func runExplain(o *explainOptions, stdin io.Reader, stdout, stderr io.Writer) error {
-	policy, loc, cwd, err := o.load(stderr)
-	if err != nil {
-		return err
+// flagOptions are what a request built from the flags offers.
+const flagOptions = `[{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]`
+
+func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.mode != "" && !slices.Contains(rules.Modes, o.mode) {
+		return userError(2, fmt.Sprintf("unknown mode %q", o.mode), "use one of: "+strings.Join(rules.Modes, ", "))
 	}
-	var params permissionParams
-	offered := map[string]bool{}
+	var params json.RawMessage
 	if o.fromFlags() {
-		params.ToolCall = o.toolCall()
+		params = json.RawMessage(`{"sessionId":"explain","toolCall":` + string(o.toolCall()) + `,"options":` + flagOptions + `}`)
 	} else {
 		data, err := io.ReadAll(stdin)
 		if err != nil {
 			return userError(1, err.Error())
 		}
-		if err := json.Unmarshal(data, &params); err != nil || params.ToolCall == nil {
+		params = bytes.TrimSpace(data)
+		if !json.Valid(params) || len(params) == 0 || params[0] != '{' {
 			return userError(2, "stdin is not a session/request_permission params object",
 				`pipe {"sessionId": ..., "toolCall": {...}, "options": [...]} in, or describe the request with --kind, --command, --path`)
 		}
-		for _, opt := range params.Options {
-			offered[opt.Kind] = true
+	}
+	replay := session.NewReplay()
+	if o.transcript != "" {
+		if err := replayFile(replay, o.transcript); err != nil {
+			return userError(1, err.Error())
 		}
+	}
+	info, toolCall := replay.Intercepted("session/request_permission", params)
+	if o.transcript == "" || cmd.Flags().Changed("cwd") {
+		cwd, err := o.dir()
+		if err != nil {
+			return err
+		}
+		info.Cwd = cwd
+	}
+	if o.transcript == "" || cmd.Flags().Changed("additional-directory") {
+		info.AdditionalDirectories = o.dirs
+	}
+	policy, loc, _, err := o.loadFor(stderr, info.Cwd)
+	if err != nil {
+		return err
 	}
 	// What the brokers' proxies last saw of each MCP tool stands in for what
 	// a running broker's proxy would report.
 	tools := mcp.CatalogIn(loc.StateDir)
-	req := rules.ReadToolCallJSON(params.ToolCall, rules.Context{Cwd: cwd, Home: loc.Home, Mode: policy.Mode, MCPHints: tools.StoredHints})
-	v := policy.Decide(req)
-	effective, note := v.Decision, ""
-	if len(params.Options) > 0 {
-		effective, note = rules.Effective(v.Decision, offered)
-	}
+	ev := permission.Evaluate(permission.Inputs{Params: params, ToolCall: toolCall, Session: info, Policy: policy,
+		Mode: permission.EffectiveMode(o.mode, policy), Home: loc.Home, MCPHints: tools.StoredHints})
 	if o.json {
-		return json.NewEncoder(stdout).Encode(explainJSON(v, effective, note))
+		return json.NewEncoder(stdout).Encode(explainJSON(ev))
 	}
-	printExplain(stdout, v, effective, note)
-	if req.MCP != nil {
-		printMCPTool(stdout, tools, policy, req.MCP)
+	printExplain(stdout, ev)
+	if ev.Request.MCP != nil {
+		printMCPTool(stdout, tools, policy, ev.Request.MCP)
 	}
 	return nil
+}
+
+// replayFile feeds a transcript to the replay, line by line.
+func replayFile(r *session.Replay, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			r.Record(bytes.TrimSpace(line))
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
 }
 
 // printMCPTool shows what is known of an MCP tool's annotations.
@@ -341,6 +411,7 @@ type partJSON struct {
 type verdictJSON struct {
 	Decision string     `json:"decision"`
 	Engine   string     `json:"engine_decision,omitempty"`
+	Option   string     `json:"option,omitempty"`
 	Source   string     `json:"source"`
 	Rule     string     `json:"rule,omitempty"`
 	RuleID   string     `json:"rule_id,omitempty"`
@@ -349,10 +420,16 @@ type verdictJSON struct {
 	Parts    []partJSON `json:"parts"`
 }
 
-func explainJSON(v rules.Verdict, effective rules.Decision, note string) verdictJSON {
-	out := verdictJSON{Decision: string(effective), Source: v.Source, Reason: v.Reason}
-	if effective != v.Decision {
-		out.Engine, out.Source, out.Reason = string(v.Decision), "options", note
+// explainJSON is the evaluation as --json prints it: "decision" is what the
+// broker does; when that differs from the rules' verdict, "engine_decision"
+// is the verdict and "source" and "reason" say why.
+func explainJSON(ev permission.Evaluation) verdictJSON {
+	v := ev.Verdict
+	out := verdictJSON{Decision: string(ev.Decision), Option: ev.Option.OptionID, Source: v.Source, Reason: v.Reason}
+	if !ev.Understood {
+		out.Source, out.Reason = ev.Source, ev.Reason
+	} else if ev.Decision != v.Decision {
+		out.Engine, out.Source, out.Reason = string(v.Decision), "options", ev.NoOption
 	}
 	if v.Rule != nil {
 		out.Rule, out.RuleID, out.Layer = v.Rule.Where(), v.Rule.ID, string(v.Rule.Layer)
@@ -367,10 +444,17 @@ func explainJSON(v rules.Verdict, effective rules.Decision, note string) verdict
 	return out
 }
 
-func printExplain(w io.Writer, v rules.Verdict, effective rules.Decision, note string) {
-	fmt.Fprintf(w, "decision: %s\n", effective)
-	if effective != v.Decision {
-		fmt.Fprintf(w, "          (the rules say %s, but %s)\n", v.Decision, note)
+func printExplain(w io.Writer, ev permission.Evaluation) {
+	v := ev.Verdict
+	fmt.Fprintf(w, "decision: %s\n", ev.Decision)
+	switch {
+	case !ev.Understood:
+		fmt.Fprintf(w, "          (not decided: %s)\n", ev.Reason)
+		return
+	case ev.Decision != v.Decision:
+		fmt.Fprintf(w, "          (the rules say %s, but %s)\n", v.Decision, ev.NoOption)
+	case ev.Option.OptionID != "":
+		fmt.Fprintf(w, "option:   %s (%s)\n", ev.Option.OptionID, ev.Option.Kind)
 	}
 	fmt.Fprintf(w, "source:   %s\n", v.Source)
 	if v.Rule != nil {

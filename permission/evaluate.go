@@ -1,0 +1,272 @@
+package permission
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+// Inputs are everything a permission request's decision depends on. The
+// live broker and `rules explain` fill them each their own way and decide
+// through the one Evaluate.
+type Inputs struct {
+	// Params are the request's params exactly as the agent sent them.
+	Params json.RawMessage
+	// ToolCall is the tracker's merged view of the tool call the request
+	// asks about; nil when nothing was tracked of it.
+	ToolCall *session.ToolCall
+	Session  session.Info
+	Policy   *rules.Policy
+	Mode     string // the mode in force (see EffectiveMode)
+	Home     string
+	// Remembered are the answers remembered for this session only.
+	Remembered []*rules.Rule
+	// MCPHints, if not nil, is what the MCP proxies learned of the tools.
+	MCPHints func(server, tool string) rules.ToolHints
+}
+
+// Evaluation is a permission request decided.
+type Evaluation struct {
+	// Understood is false when the params cannot be read exactly: nothing
+	// was decided and Request is empty.
+	Understood bool
+	Request    *rules.Request
+	// Verdict is the rules' verdict with the mode applied.
+	Verdict rules.Verdict
+	// Decision is what the broker does: allow or deny only when the request
+	// offers an option of the right kind, which Option is; otherwise ask.
+	Decision rules.Decision
+	Option   Option
+	// Source and Reason say why the request is asked, when it is.
+	Source, Reason string
+	// NoOption, when the rules decided but the request offers no option
+	// of that kind, says which kind is missing.
+	NoOption string
+
+	params permissionParams
+}
+
+// Option is one of the options a permission request offers.
+type Option = option
+
+// EffectiveMode is the mode in force: the broker's --mode, else the config's,
+// else "default".
+func EffectiveMode(override string, p *rules.Policy) string {
+	switch {
+	case override != "":
+		return override
+	case p != nil && p.Mode != "":
+		return p.Mode
+	}
+	return "default"
+}
+
+// Evaluate decides a session/request_permission as the live broker does:
+// the params read exactly, the merged tool call, the rules and the mode, and
+// the option of the decided kind.
+func Evaluate(in Inputs) Evaluation {
+	params, err := readPermissionParams(in.Params)
+	if err != nil {
+		return Evaluation{Request: &rules.Request{}, Decision: rules.Ask, Source: "not understood",
+			Reason: "the request's params cannot be read: " + err.Error(), params: params}
+	}
+	ctx := sessionContext(in.Session, in.Mode, in.Home, in.Remembered, in.MCPHints)
+	var req *rules.Request
+	if in.ToolCall != nil {
+		// The merged view: what earlier session/update notifications said
+		// about this tool call, overlaid with the request's own toolCall.
+		req = rules.ReadToolCall(in.ToolCall.Fields, ctx)
+		if in.ToolCall.Ambiguous {
+			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
+		}
+		req.Conflicts = append(req.Conflicts, in.ToolCall.Disagreements...)
+	} else {
+		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
+	}
+	if err := jsonrpc.Strict(in.Params); err != nil {
+		// A member repeated deeper down: the editor may show one and the
+		// broker judge the other.
+		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
+	}
+	if !in.Session.Opened {
+		// Without the session's directory its project rules and every ./
+		// rule are missing: what still denies does, nothing is allowed.
+		req.NotUnderstood = append(req.NotUnderstood, unopened(in.Session.ID))
+	}
+	ev := Evaluation{Understood: true, Request: req, params: params}
+	ev.Verdict = rules.ApplyMode(in.Policy.Decide(req), req, in.Mode)
+	ev.Decision, ev.Source, ev.Reason = ev.Verdict.Decision, ev.Verdict.Source, ev.Verdict.Reason
+	var want []string
+	switch ev.Verdict.Decision {
+	case rules.Allow:
+		want = []string{"allow_once"}
+	case rules.Deny:
+		want = []string{"reject_once", "reject_always"}
+	default:
+		ev.Decision = rules.Ask
+		return ev
+	}
+	opt, ok := pick(params.Options, want)
+	if !ok {
+		ev.Decision = rules.Ask
+		ev.NoOption = fmt.Sprintf("the request offers no %s option", strings.Join(want, " or "))
+		ev.Reason = ev.Verdict.Reason + ", but " + ev.NoOption
+		return ev
+	}
+	ev.Option = opt
+	return ev
+}
+
+// sessionContext is what the rules know of the request's session.
+func sessionContext(info session.Info, mode, home string, remembered []*rules.Rule, hints func(server, tool string) rules.ToolHints) rules.Context {
+	ctx := rules.Context{Cwd: info.Cwd, Roots: info.AdditionalDirectories, Home: home, Mode: mode, Session: remembered, MCPHints: hints}
+	for _, raw := range info.MCPServers {
+		if name, ok := jsonrpc.String(raw, "name"); ok {
+			ctx.MCPServers = append(ctx.MCPServers, name)
+		}
+	}
+	return ctx
+}
+
+// The params of the intercepted requests are read by their exact member
+// names: a member in another letter case is not the member, and since a
+// peer that folds case (Go's encoding/json) would take it for the member,
+// params that carry one, or repeat a member at any depth, are not read at
+// all.
+
+// readPermissionParams reads a session/request_permission's params.
+func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
+	var p permissionParams
+	m, err := jsonrpc.ExactMembers(raw, "sessionId", "toolCall", "options", "_meta")
+	if err != nil {
+		return p, err
+	}
+	if v, ok := m["sessionId"]; ok && json.Unmarshal(v, &p.SessionID) != nil {
+		return p, errors.New(`"sessionId" is not a string`)
+	}
+	if v, ok := m["options"]; ok && string(v) != "null" {
+		spans, err := jsonrpc.Elements(v)
+		if err != nil {
+			return p, fmt.Errorf(`"options": %v`, err)
+		}
+		for _, sp := range spans {
+			o, err := readOption(v[sp.Start:sp.End])
+			if err != nil {
+				return p, fmt.Errorf(`an option: %v`, err)
+			}
+			p.Options = append(p.Options, o)
+		}
+	}
+	tc, ok := m["toolCall"]
+	if !ok || tc[0] != '{' {
+		return p, errors.New(`no "toolCall" object`)
+	}
+	p.ToolCall = tc
+	return p, nil
+}
+
+func readOption(raw json.RawMessage) (option, error) {
+	var o option
+	m, err := jsonrpc.ExactMembers(raw, "optionId", "name", "kind", "_meta")
+	if err != nil {
+		return o, err
+	}
+	for name, dst := range map[string]*string{"optionId": &o.OptionID, "name": &o.Name, "kind": &o.Kind} {
+		if v, ok := m[name]; ok && json.Unmarshal(v, dst) != nil {
+			return o, fmt.Errorf("%q is not a string", name)
+		}
+	}
+	return o, nil
+}
+
+// writeParams are the members of fs/write_text_file the broker reads.
+type writeParams struct {
+	Path string
+}
+
+// readWriteParams reads fs/write_text_file's params.
+func readWriteParams(raw json.RawMessage) (writeParams, error) {
+	var p writeParams
+	if err := jsonrpc.Strict(raw); err != nil {
+		return p, err
+	}
+	m, err := jsonrpc.ExactMembers(raw, "sessionId", "path", "content", "_meta")
+	if err != nil {
+		return p, err
+	}
+	if err := stringMembers(m, "sessionId", "content"); err != nil {
+		return p, err
+	}
+	if v, ok := m["path"]; ok && json.Unmarshal(v, &p.Path) != nil {
+		return p, errors.New(`"path" is not a string`)
+	}
+	return p, nil
+}
+
+// terminalParams are the members of terminal/create the broker reads.
+type terminalParams struct {
+	Command string
+	Args    []string
+	Cwd     string
+	Env     []envVar
+}
+
+// envVar is one entry of a terminal's env.
+type envVar struct{ Name, Value string }
+
+// readTerminalParams reads terminal/create's params.
+func readTerminalParams(raw json.RawMessage) (terminalParams, error) {
+	var p terminalParams
+	if err := jsonrpc.Strict(raw); err != nil {
+		return p, err
+	}
+	m, err := jsonrpc.ExactMembers(raw, "sessionId", "command", "args", "env", "cwd", "outputByteLimit", "_meta")
+	if err != nil {
+		return p, err
+	}
+	if err := stringMembers(m, "sessionId"); err != nil {
+		return p, err
+	}
+	for name, dst := range map[string]any{"command": &p.Command, "args": &p.Args, "cwd": &p.Cwd} {
+		if v, ok := m[name]; ok && json.Unmarshal(v, dst) != nil {
+			return p, fmt.Errorf("%q has the wrong type", name)
+		}
+	}
+	if v, ok := m["env"]; ok && string(v) != "null" {
+		// The editor sets the environment as it reads it: an entry it
+		// would read differently is refused.
+		spans, err := jsonrpc.Elements(v)
+		if err != nil {
+			return p, fmt.Errorf(`"env": %v`, err)
+		}
+		for _, sp := range spans {
+			entry, err := jsonrpc.ExactMembers(v[sp.Start:sp.End], "name", "value", "_meta")
+			if err != nil {
+				return p, fmt.Errorf(`"env": %v`, err)
+			}
+			if err := stringMembers(entry, "name", "value"); err != nil {
+				return p, fmt.Errorf(`"env": %v`, err)
+			}
+			var ev envVar
+			_ = json.Unmarshal(entry["name"], &ev.Name)
+			_ = json.Unmarshal(entry["value"], &ev.Value)
+			p.Env = append(p.Env, ev)
+		}
+	}
+	return p, nil
+}
+
+// stringMembers checks that each named member, where present, is a string.
+func stringMembers(m map[string]json.RawMessage, names ...string) error {
+	for _, name := range names {
+		if v, ok := m[name]; ok && v[0] != '"' {
+			return fmt.Errorf("%q is not a string", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package permission
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+const testOptions = `[{"optionId":"a","name":"Allow","kind":"allow_once"},{"optionId":"r","name":"Reject","kind":"reject_once"}]`
+
+func TestReadPermissionParamsIsExact(t *testing.T) {
+	tc := `{"toolCallId":"t","kind":"read"}`
+	p, err := readPermissionParams(json.RawMessage(`{"sessionId":"s","toolCall":` + tc + `,"options":` + testOptions + `,"_meta":{}}`))
+	if err != nil || p.SessionID != "s" || string(p.ToolCall) != tc || len(p.Options) != 2 || p.Options[0] != (option{"a", "Allow", "allow_once"}) {
+		t.Fatalf("readPermissionParams = %+v, %v", p, err)
+	}
+	for _, bad := range []string{
+		`{"ToolCall":` + tc + `,"options":` + testOptions + `}`,
+		`{"toolcall":` + tc + `}`,
+		`{"toolCall":` + tc + `,"ToolCall":` + tc + `}`,
+		`{"toolCall":` + tc + `,"toolCall":` + tc + `}`,
+		`{"toolCall":` + tc + `,"Options":` + testOptions + `}`,
+		`{"toolCall":` + tc + `,"options":[{"optionId":"a","Kind":"allow_once"}]}`,
+		`{"toolCall":` + tc + `,"options":[{"optionID":"a","kind":"allow_once"}]}`,
+		`{"toolCall":` + tc + `,"options":[{"optionId":"a","kind":1}]}`,
+		`{"toolCall":` + tc + `,"options":{}}`,
+		`{"toolCall":` + tc + `,"sessionID":"s"}`,
+		`{"toolCall":` + tc + `,"_Meta":{}}`,
+		`{"toolCall":null}`,
+		`{"toolCall":"x"}`,
+		`{}`,
+		`[]`,
+	} {
+		if p, err := readPermissionParams(json.RawMessage(bad)); err == nil {
+			t.Errorf("readPermissionParams(%s) = %+v, want an error", bad, p)
+		}
+	}
+}
+
+func TestReadWriteAndTerminalParamsAreExact(t *testing.T) {
+	w, err := readWriteParams(json.RawMessage(`{"sessionId":"s","path":"/p","content":"x","_meta":{"k":1},"future":true}`))
+	if err != nil || w.Path != "/p" {
+		t.Fatalf("readWriteParams = %+v, %v", w, err)
+	}
+	for _, bad := range []string{
+		`{"path":"/a","path":"/b"}`, `{"path":"/a","Path":"/b"}`, `{"Path":"/b"}`, `{"pATH":"/b"}`,
+		`{"path":"/a","content":"x","Content":"y"}`, `{"path":5}`, `{"path":"/a","content":5}`,
+		`{"path":"/a","_meta":{"x":1,"X":2}}`, `{"path":"/a","deep":[{"k":1,"k":2}]}`, `[]`,
+	} {
+		if _, err := readWriteParams(json.RawMessage(bad)); err == nil {
+			t.Errorf("readWriteParams(%s) accepted it", bad)
+		}
+	}
+	tp, err := readTerminalParams(json.RawMessage(`{"sessionId":"s","command":"ls","args":["-l"],"cwd":"/w","env":[{"name":"A","value":"1"}],"outputByteLimit":10}`))
+	if err != nil || tp.Command != "ls" || len(tp.Args) != 1 || tp.Cwd != "/w" {
+		t.Fatalf("readTerminalParams = %+v, %v", tp, err)
+	}
+	for _, bad := range []string{
+		`{"command":"rm","command":"ls"}`, `{"command":"ls","Command":"rm"}`, `{"Command":"rm"}`,
+		`{"command":"ls","Args":["-l"]}`, `{"command":"ls","args":"-l"}`, `{"command":"ls","CWD":"/"}`,
+		`{"command":"ls","env":[{"name":"A","Name":"B","value":"1"}]}`, `{"command":"ls","env":[{"NAME":"LD_PRELOAD","value":"x"}]}`,
+		`{"command":"ls","env":[{"name":"A","value":1}]}`, `{"command":"ls","env":{}}`, `{"command":"ls","Env":[]}`,
+	} {
+		if _, err := readTerminalParams(json.RawMessage(bad)); err == nil {
+			t.Errorf("readTerminalParams(%s) accepted it", bad)
+		}
+	}
+}
+
+// TestEvaluateChoosesTheOptionOrAsks: allow needs allow_once, deny a reject
+// option; otherwise, and for params it cannot read, the request is asked.
+func TestEvaluateChoosesTheOptionOrAsks(t *testing.T) {
+	policy, _, err := rules.Load(rules.LoadOptions{Extra: []string{writeRules(t, "[[rule]]\ndecision = \"allow\"\ncommand = \"git status\"\n[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := `{"toolCallId":"t","kind":"execute","title":"git status","rawInput":{"command":"git status"}}`
+	denied := `{"toolCallId":"t","kind":"execute","title":"rm x","rawInput":{"command":"rm x"}}`
+	for _, c := range []struct {
+		params, decision, option string
+	}{
+		{`{"toolCall":` + allowed + `,"options":` + testOptions + `}`, "allow", "a"},
+		{`{"toolCall":` + denied + `,"options":` + testOptions + `}`, "deny", "r"},
+		{`{"toolCall":` + denied + `,"options":[{"optionId":"n","kind":"reject_always"}]}`, "deny", "n"},
+		{`{"toolCall":` + allowed + `,"options":[]}`, "ask", ""},
+		{`{"toolCall":` + allowed + `}`, "ask", ""},
+		{`{"toolCall":` + allowed + `,"options":[{"optionId":"aa","kind":"allow_always"}]}`, "ask", ""},
+		{`{"toolCall":` + denied + `,"options":[{"optionId":"a","kind":"allow_once"}]}`, "ask", ""},
+		{`{"ToolCall":` + allowed + `,"options":` + testOptions + `}`, "ask", ""},
+		{`{"toolCall":` + allowed + `,"toolCall":` + allowed + `,"options":` + testOptions + `}`, "ask", ""},
+		{`{"toolCall":{"toolCallId":"t","kind":"execute","rawInput":{"command":"git status","COMMAND":"ls"}},"options":` + testOptions + `}`, "ask", ""},
+	} {
+		ev := Evaluate(Inputs{Params: json.RawMessage(c.params), Session: session.Info{ID: "s", Cwd: t.TempDir()}, Policy: policy, Mode: EffectiveMode("", policy)})
+		if string(ev.Decision) != c.decision || ev.Option.OptionID != c.option {
+			t.Errorf("%s: %s %q (%s: %s), want %s %q", c.params, ev.Decision, ev.Option.OptionID, ev.Source, ev.Reason, c.decision, c.option)
+		}
+	}
+}
+
+func writeRules(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rules.toml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

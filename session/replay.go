@@ -1,0 +1,71 @@
+package session
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+)
+
+// Replay follows a recorded conversation through the tracker the live broker
+// uses, so that the dry run (`rules explain --transcript`) knows the session
+// and merges the tool call exactly as a running broker would have. It reads
+// each message as readAgent and readEditor hand it to the tracker.
+type Replay struct{ t *tracker }
+
+// NewReplay returns a Replay that has seen nothing.
+func NewReplay() *Replay { return &Replay{t: newTracker()} }
+
+// Record feeds one line of a transcript: a line of the broker's --trace
+// file, or an object {"dir": "agent" or "editor", "message": {...}} for a
+// message that side sent. Lines the broker wrote itself, and lines that are
+// not JSON-RPC messages, change nothing, as they changed nothing live.
+func (r *Replay) Record(line []byte) {
+	rec, err := jsonrpc.Members(line)
+	if err != nil {
+		return
+	}
+	var dir string
+	if raw, ok := rec["dir"]; !ok || json.Unmarshal(raw, &dir) != nil {
+		return
+	}
+	frame, ok := rec["message"]
+	if !ok {
+		return
+	}
+	m, err := jsonrpc.Parse(frame)
+	if err != nil {
+		return
+	}
+	from, _, _ := strings.Cut(dir, "->")
+	switch from {
+	case fromEditor:
+		if m.Kind == jsonrpc.Request {
+			r.t.editorRequest(m)
+		}
+	case fromAgent:
+		switch m.Kind {
+		case jsonrpc.Request:
+			// A trace records an intercepted request as agent->broker, and
+			// again as agent->editor if it was forwarded: the tracker saw it
+			// once.
+			if InterceptedMethods[m.Method] && !isOwnID(m.ID) && dir != "agent->editor" {
+				r.t.intercepted(m.Method, m.Params)
+			}
+		case jsonrpc.Response:
+			r.t.agentResponse(m)
+		case jsonrpc.Notification:
+			if m.Method == "session/update" {
+				r.t.update(m.Params)
+			}
+		}
+	}
+}
+
+// Intercepted returns what the broker would hand its Policy with an agent's
+// request (method, params) arriving now: the session as known, and for a
+// permission request the merged tool call, which it merges as the broker
+// does.
+func (r *Replay) Intercepted(method string, params json.RawMessage) (Info, *ToolCall) {
+	return r.t.intercepted(method, params)
+}

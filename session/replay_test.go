@@ -1,0 +1,42 @@
+package session
+
+import "testing"
+
+// TestReplayReadsATraceAsTheBrokerDid: a --trace file replays into the
+// session's directories and the merged tool call; the copy of a forwarded
+// request, the broker's own messages and dropped lines change nothing.
+func TestReplayReadsATraceAsTheBrokerDid(t *testing.T) {
+	r := NewReplay()
+	for _, line := range []string{
+		`{"time":"t","dir":"editor->agent","message":{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/repo","additionalDirectories":["/lib"],"mcpServers":[]}}}`,
+		`{"time":"t","dir":"agent->editor","message":{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}}`,
+		`{"time":"t","dir":"agent->editor","message":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","rawInput":{"command":"git push --force"}}}}}`,
+		// The first request about c1 was intercepted, then forwarded: one merge.
+		`{"time":"t","dir":"agent->broker","note":"intercepted","message":{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"c1","status":"completed"},"options":[]}}}`,
+		`{"time":"t","dir":"agent->editor","message":{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"c1","status":"completed"},"options":[]}}}`,
+		`{"time":"t","dir":"agent->broker","note":"dropped: not JSON-RPC","text":"banner"}`,
+		`{"time":"t","dir":"broker->editor","message":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c2","kind":"read"}}}}`,
+		`{"dir":"agent","message":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c3","kind":"execute","rawInput":{"command":"make"}}}}}`,
+		`not json`,
+	} {
+		r.Record([]byte(line))
+	}
+	info, tc := r.Intercepted("session/request_permission", []byte(`{"sessionId":"s1","toolCall":{"toolCallId":"c3","title":"make"}}`))
+	if info.Cwd != "/repo" || len(info.AdditionalDirectories) != 1 || info.AdditionalDirectories[0] != "/lib" {
+		t.Fatalf("info = %+v", info)
+	}
+	if tc == nil || string(tc.Fields["rawInput"]) != `{"command":"make"}` || tc.String("title") != "make" {
+		t.Fatalf("merged tool call = %+v", tc)
+	}
+	// c1 completed with the intercepted request and was forgotten; its
+	// forwarded copy did not bring it back.
+	if _, tc := r.Intercepted("session/request_permission", []byte(`{"sessionId":"s1","toolCall":{"toolCallId":"c1"}}`)); tc == nil || tc.Fields["kind"] != nil {
+		t.Fatalf("c1 = %+v, want only what this request says", tc)
+	}
+	if _, tc := r.Intercepted("session/request_permission", []byte(`{"sessionId":"s1","toolCall":{"toolCallId":"c2"}}`)); tc == nil || tc.Fields["kind"] != nil {
+		t.Fatalf("c2 = %+v: the broker's own update was replayed", tc)
+	}
+	if info, _ := r.Intercepted("session/request_permission", []byte(`{"sessionId":"unknown","toolCall":{"toolCallId":"x"}}`)); info.Cwd != "" {
+		t.Fatalf("an unknown session has a directory: %+v", info)
+	}
+}
