@@ -551,9 +551,10 @@ func (d *decider) cli(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// answerOwnPrompt takes the broker's own prompt for an MCP call from the
-// editor (a tool_call update, then a session/request_permission with an id
-// in the broker's namespace) and answers it with optionID.
+// answerOwnPrompt takes the broker's own prompt for an MCP call, a write or
+// a terminal from the editor (a tool_call update, then a
+// session/request_permission with an id in the broker's namespace), whose
+// title and "always" option show tool, and answers it with optionID.
 func (d *decider) answerOwnPrompt(t testing.TB, tool, optionID string) {
 	t.Helper()
 	update := d.EditorRecv()
@@ -576,8 +577,10 @@ func (d *decider) answerOwnPrompt(t testing.TB, tool, optionID string) {
 		t.Fatal(err)
 	}
 	for _, o := range m.Params.Options {
-		// The option says what "always" will remember (issue 11 item 3).
-		if o.Kind == "allow_always" && o.Name != "Always allow: mcp "+tool {
+		// The option says what "always" will remember (issue 11 item 3):
+		// the MCP tool, or for a write or terminal its path or command.
+		mcpCall := strings.HasPrefix(m.Params.ToolCall.Title, "MCP ")
+		if o.Kind == "allow_always" && (mcpCall && o.Name != "Always allow: mcp "+tool || !mcpCall && !strings.HasPrefix(o.Name, "Always allow: ")) {
 			t.Errorf("the broker's always option reads %q", o.Name)
 		}
 	}

@@ -338,7 +338,10 @@ command = "rm *"
 			writeFileAtomic(d.t, path, trusted+"\n[[rule]]\ndecision = \"allow\"\ncomand = \"curl *\"\n")
 			d.askedBecause(execReq("2", "ls -la"), "2", "project file is not in force", ".acp-broker.toml:13:1")
 		}},
-		{"made_invalid_last_deny_stays", func() { d.decided(execReq("3", "rm -rf build"), "reject") }},
+		{"made_invalid_last_deny_stays", func() {
+			d.liveOnly("the running broker keeps the deny rules of the project file's last readable version; rules explain reads only the broken file")
+			d.decided(execReq("3", "rm -rf build"), "reject")
+		}},
 		{"made_invalid_user_allow_asked", func() { d.askedBecause(execReq("4", "make build"), "4", "project file is not in force") }},
 		{"edited_back_trusted_again", func() {
 			writeFileAtomic(d.t, path, trusted)
@@ -349,6 +352,7 @@ command = "rm *"
 			mustDo(d.t, os.Remove(path))
 			mustDo(d.t, syscall.Mkfifo(path, 0o600))
 			d.askedBecause(execReq("7", "ls -la"), "7", "a named pipe")
+			d.liveOnly("the running broker keeps the deny rules of the project file's last readable version; rules explain reads only the pipe")
 			d.decided(execReq("8", "rm -rf build"), "reject")
 		}},
 		{"edited_validly_allow_stops", func() {
@@ -361,6 +365,10 @@ command = "rm *"
 		{"changed_while_the_user_file_is_broken_allow_stops", func() {
 			writeFileAtomic(d.t, path, trusted)
 			d.decided(execReq("11", "ls -la"), "allow")
+			// From here on the running broker decides on the user file's last
+			// good rules, which rules explain, refusing the broken file,
+			// cannot know.
+			d.explainOff = "the user's rule file is broken: the running broker keeps its last good rules"
 			writeFileAtomic(d.t, d.config, projectUser+"\n[[rule]]\ncomand = \"x\"\n")
 			writeFileAtomic(d.t, path, trusted+"\n[[rule]]\ndecision = \"allow\"\ncommand = \"curl *\"\n")
 			d.asked(execReq("12", "ls -la"), answer("12", "reject"))

@@ -195,3 +195,19 @@ func paramsOffset(m *jsonrpc.Message) int {
 	}
 	return sp.Start
 }
+
+// Proxied returns the names of a session's MCP servers (its mcpServers
+// entries as the editor sent them) that the broker runs through its proxy
+// under this policy, as Rewrite decides it: the servers whose tools a proxy
+// of the session reports on.
+func Proxied(entries []json.RawMessage, policy *rules.Policy) map[string]bool {
+	out := map[string]bool{}
+	for _, raw := range entries {
+		e, err := readEntry(raw)
+		if err != nil || e.typ == "http" || e.typ == "sse" || e.command == nil || !policy.MCPProxy(e.name) {
+			continue
+		}
+		out[e.name] = true
+	}
+	return out
+}

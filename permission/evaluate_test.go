@@ -94,9 +94,20 @@ func TestEvaluateChoosesTheOptionOrAsks(t *testing.T) {
 		{`{"toolCall":` + allowed + `,"toolCall":` + allowed + `,"options":` + testOptions + `}`, "ask", ""},
 		{`{"toolCall":{"toolCallId":"t","kind":"execute","rawInput":{"command":"git status","COMMAND":"ls"}},"options":` + testOptions + `}`, "ask", ""},
 	} {
-		ev := Evaluate(Inputs{Params: json.RawMessage(c.params), Session: session.Info{ID: "s", Cwd: t.TempDir()}, Policy: policy, Mode: EffectiveMode("", policy)})
+		ev := Evaluate(Inputs{Params: json.RawMessage(c.params), Session: session.Info{ID: "s", Cwd: t.TempDir(), Opened: true}, Policy: policy, Mode: EffectiveMode("", policy)})
 		if string(ev.Decision) != c.decision || ev.Option.OptionID != c.option {
 			t.Errorf("%s: %s %q (%s: %s), want %s %q", c.params, ev.Decision, ev.Option.OptionID, ev.Source, ev.Reason, c.decision, c.option)
+		}
+	}
+	// A session the editor did not open: what denies still does, nothing
+	// is allowed.
+	for params, want := range map[string]string{
+		`{"toolCall":` + allowed + `,"options":` + testOptions + `}`: "ask",
+		`{"toolCall":` + denied + `,"options":` + testOptions + `}`:  "deny",
+	} {
+		ev := Evaluate(Inputs{Params: json.RawMessage(params), Session: session.Info{ID: "s", Cwd: t.TempDir()}, Policy: policy, Mode: EffectiveMode("", policy)})
+		if string(ev.Decision) != want {
+			t.Errorf("in a session the editor did not open, %s: %s (%s), want %s", params, ev.Decision, ev.Reason, want)
 		}
 	}
 }

@@ -277,6 +277,10 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 		}
 	}
 	info, toolCall := replay.Intercepted("session/request_permission", params)
+	if o.transcript == "" {
+		// The flags describe the session: one the editor opened.
+		info.Opened = true
+	}
 	if o.transcript == "" || cmd.Flags().Changed("cwd") {
 		cwd, err := o.dir()
 		if err != nil {
@@ -294,8 +298,20 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 	// What the brokers' proxies last saw of each MCP tool stands in for what
 	// a running broker's proxy would report.
 	tools := mcp.CatalogIn(loc.StateDir)
+	hints := tools.StoredHints
+	if o.transcript != "" {
+		// As live, a server's hints count only in a session whose own
+		// server of that name the broker proxies.
+		proxied := mcp.Proxied(info.MCPServers, policy)
+		hints = func(server, tool string) rules.ToolHints {
+			if !proxied[server] {
+				return rules.ToolHints{}
+			}
+			return tools.StoredHints(server, tool)
+		}
+	}
 	ev := permission.Evaluate(permission.Inputs{Params: params, ToolCall: toolCall, Session: info, Policy: policy,
-		Mode: permission.EffectiveMode(o.mode, policy), Home: loc.Home, MCPHints: tools.StoredHints})
+		Mode: permission.EffectiveMode(o.mode, policy), Home: loc.Home, MCPHints: hints})
 	if o.json {
 		return json.NewEncoder(stdout).Encode(explainJSON(ev))
 	}

@@ -129,7 +129,7 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			ToolCallId: "call_1",
 			Title:      acp.Ptr("Edit README.md"),
 			Kind:       acp.Ptr(acp.ToolKindEdit),
-			RawInput:   map[string]any{"file_path": path},
+			RawInput:   map[string]any{"file_path": path, "z": 1, "a": []int{1, 2}}, // as announced
 		},
 		Options: []acp.PermissionOption{
 			{OptionId: "allow-once", Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
