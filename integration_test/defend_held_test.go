@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,3 +307,48 @@ func TestDefendAskedThroughTheBroker(t *testing.T) {
 }
 
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+// TestCancelEndsHeldTerminalAndWrite: a terminal or a write the broker holds
+// while it asks with its own prompt is not forwarded once the editor has
+// cancelled the session's turn, whatever the editor answers the prompt
+// after: the agent gets an error, and the request never reaches the editor.
+func TestCancelEndsHeldTerminalAndWrite(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: heldRules})
+	for i, c := range []struct{ name, req, shows string }{
+		{"terminal", terminalReq("1", `"command":"make","args":["deploy"],"cwd":"$CWD"`), "make deploy"},
+		{"write", writeReq("2", "$CWD/notes.txt"), "notes.txt"},
+	} {
+		ok := d.step(t, c.name, func() {
+			req := d.expand(c.req)
+			d.AgentSend(req)
+			if update := d.EditorRecv(); !strings.Contains(update, `"sessionUpdate":"tool_call"`) || !strings.Contains(update, c.shows) {
+				d.t.Fatalf("want the held request's tool_call, got %s", clip(update))
+			}
+			own := decode(d.t, d.EditorRecv())
+			if !strings.HasPrefix(string(own.ID), `"acp-broker-`) {
+				d.t.Fatalf("want the broker's own prompt, got %s", own.ID)
+			}
+			d.EditorToAgent(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"sess_1"}}`)
+			d.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow_once"}}}`, own.ID))
+			msg := expectError(d.t, d.AgentRecv(), itoa(i+1), -32000)
+			if !strings.Contains(msg, "not allowed") {
+				d.t.Errorf("the agent was told %q", msg)
+			}
+			// The editor sees the prompt withdrawn and the held request
+			// ended, and never the request itself.
+			for line := d.EditorRecv(); !strings.Contains(line, `"status":"failed"`); line = d.EditorRecv() {
+				if !strings.Contains(line, `"$/cancel_request"`) {
+					d.t.Fatalf("editor got %s", clip(line))
+				}
+			}
+			mark := d.marker()
+			d.AgentSend(mark)
+			d.EditorExpect(mark)
+		})
+		if !ok {
+			return
+		}
+	}
+	d.finish()
+}

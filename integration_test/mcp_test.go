@@ -924,6 +924,16 @@ func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
 	if calls := d.serverCalls(t); reached(calls, "delete_notes") {
 		t.Errorf("the denied tool ran: %v", calls)
 	}
+	// The proxy's stderr is copied as it is written: only once it has
+	// exited is all of it in.
+	in.Close()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(waitTimeout):
+		t.Fatal("the proxy did not exit when its input closed")
+	}
 	if !strings.Contains(stderr.String(), "not JSON-RPC; not relayed") {
 		t.Errorf("no warning for the message the proxy could not read:\n%s", stderr.String())
 	}
