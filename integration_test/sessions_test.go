@@ -186,22 +186,35 @@ func TestNullDoesNotEraseTheAnnouncement(t *testing.T) {
 			option: "reject",
 		},
 		{
-			name:   "nested_null_command_is_asked",
+			name:   "nested_null_command_hiding_a_denied_one_is_rejected",
 			before: []string{install("n5")},
 			req:    permission(`5`, `{"toolCallId":"n5","title":"git status","rawInput":{"command":null}}`, claudeOptions),
-			answer: answer(`5`, "reject"),
+			option: "reject",
 		},
 		{
-			name:   "request_with_another_command_is_asked",
+			// What may run is the announced, denied, command.
+			name:   "request_with_another_command_hiding_a_denied_one_is_rejected",
 			before: []string{install("n6")},
 			req:    permission(`6`, `{"toolCallId":"n6","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),
-			answer: answer(`6`, "reject"),
+			option: "reject",
 		},
 		{
 			// The first disagreeing request did not become the announcement.
-			name:   "the_same_disagreeing_request_again_is_asked",
+			name:   "the_same_disagreeing_request_again_is_rejected",
 			req:    permission(`66`, `{"toolCallId":"n6","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),
-			answer: answer(`66`, "reject"),
+			option: "reject",
+		},
+		{
+			name:   "request_with_another_command_is_asked",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"n61","title":"make build","kind":"execute","status":"pending","rawInput":{"command":"make build"}`)},
+			req:    permission(`61`, `{"toolCallId":"n61","title":"git status","rawInput":{"command":"git status"}}`, claudeOptions),
+			answer: answer(`61`, "reject"),
+		},
+		{
+			name:   "request_for_an_allowed_path_hiding_a_denied_one_is_rejected",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"n62","title":"Edit gen/api.go","kind":"edit","status":"pending","rawInput":{"file_path":"$CWD/gen/api.go"},"locations":[{"path":"$CWD/gen/api.go"}]`)},
+			req:    permission(`62`, `{"toolCallId":"n62","title":"Edit src/api.go","kind":"edit","rawInput":{"file_path":"$CWD/src/api.go"},"locations":[{"path":"$CWD/src/api.go"}]}`, claudeOptions),
+			option: "reject",
 		},
 		{
 			name:   "request_with_other_locations_is_asked",

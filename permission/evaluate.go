@@ -100,6 +100,15 @@ func Evaluate(in Inputs) Evaluation {
 	}
 	ev := Evaluation{Understood: true, Request: req, params: params}
 	ev.Verdict = rules.ApplyMode(in.Policy.Decide(req), req, in.Mode)
+	if in.ToolCall != nil && len(in.ToolCall.Announced) > 0 && ev.Verdict.Decision != rules.Deny {
+		// The request shows something else than the agent announced, and
+		// what runs may be the announcement: a deny rule that matches it
+		// denies the request.
+		if announced := in.Policy.Decide(rules.ReadToolCall(in.ToolCall.Announced, ctx)); announced.Decision == rules.Deny {
+			announced.Reason = strings.TrimPrefix(announced.Reason+"; ", "; ") + "what the agent announced is denied, and " + in.ToolCall.Disagreements[0]
+			ev.Verdict = announced
+		}
+	}
 	ev.Decision, ev.Source, ev.Reason = ev.Verdict.Decision, ev.Verdict.Source, ev.Verdict.Reason
 	var want []string
 	switch ev.Verdict.Decision {

@@ -58,6 +58,10 @@ type ToolCall struct {
 	// input, locations, content or tool name): what runs may be what was
 	// announced, so the call must not be allowed automatically.
 	Disagreements []string
+	// Announced is, when there are Disagreements, what the agent's updates
+	// announced of the tool call: what may run instead of what the request
+	// shows, so that a deny rule sees it too.
+	Announced map[string]json.RawMessage
 
 	// announced is what session/update notifications said of the tool
 	// call, merged; a permission request's own toolCall is merged into
@@ -82,7 +86,7 @@ func (t *ToolCall) clone() *ToolCall {
 	if t == nil {
 		return nil
 	}
-	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous, Disagreements: slices.Clone(t.Disagreements)}
+	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous, Disagreements: slices.Clone(t.Disagreements), Announced: maps.Clone(t.Announced)}
 }
 
 // merge applies a ToolCall or ToolCallUpdate object to the view. A field
@@ -455,6 +459,9 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	tc.Ambiguous = tc.Ambiguous || ambiguous
 	view := tc.clone()
 	view.Disagreements = disagreements
+	if len(disagreements) > 0 {
+		view.Announced = maps.Clone(tc.announced)
+	}
 	if status := tc.String("status"); status == "completed" || status == "failed" {
 		delete(s.toolCalls, id)
 		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
