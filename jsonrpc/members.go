@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -146,4 +147,66 @@ func smallestFold(r rune) rune {
 		}
 		r = next
 	}
+}
+
+// Namesake is a member of an object whose name equals a wanted one when
+// letter case is ignored.
+type Namesake struct {
+	Name  string // as decoded from the object, escapes resolved
+	Value json.RawMessage
+}
+
+// Namesakes returns, for each of names, every member of obj whose name
+// equals it when letter case is ignored, as Go's encoding/json matches
+// names, in order, in one pass over obj. Where Field reads the first exact
+// one, peers may read another: JavaScript's JSON.parse and encoding/json
+// keep the last, and encoding/json also takes "Name" for "name". Anything
+// but one member spelled as wanted (see Only) means the object may mean
+// something else to a peer. It returns nil when obj is not an object or
+// cannot be scanned.
+func Namesakes(obj json.RawMessage, names ...string) [][]Namesake {
+	s := scanner{data: obj}
+	s.skipSpace()
+	if s.pos >= len(obj) || obj[s.pos] != '{' {
+		return nil
+	}
+	s.pos++
+	out := make([][]Namesake, len(names))
+	s.skipSpace()
+	if s.pos < len(obj) && obj[s.pos] == '}' {
+		return out
+	}
+	want := make([]string, len(names))
+	for i, n := range names {
+		want[i] = foldName(n)
+	}
+	for {
+		got, err := s.key()
+		if err != nil {
+			return nil
+		}
+		start := s.pos
+		if err := s.skipValue(1); err != nil {
+			return nil
+		}
+		if i := slices.Index(want, foldName(got)); i >= 0 {
+			out[i] = append(out[i], Namesake{Name: got, Value: obj[start:s.pos]})
+		}
+		done, err := s.endOfMember('}')
+		if err != nil {
+			return nil
+		}
+		if done {
+			return out
+		}
+	}
+}
+
+// Only reports whether namesakes are exactly one member spelled name, and
+// returns its value.
+func Only(namesakes []Namesake, name string) (json.RawMessage, bool) {
+	if len(namesakes) != 1 || namesakes[0].Name != name {
+		return nil, false
+	}
+	return namesakes[0].Value, true
 }

@@ -374,3 +374,22 @@ func TestFoldNameMatchesEqualFold(t *testing.T) {
 		}
 	}
 }
+
+func TestNamesakes(t *testing.T) {
+	got := Namesakes(json.RawMessage(`{"id":1,"Id":2,"i\u0064":3,"x":{"id":4},"ıd":5,"params":{}}`), "id", "params", "method")
+	if len(got) != 3 || len(got[0]) != 3 || got[0][1].Name != "Id" || string(got[0][2].Value) != "3" || len(got[1]) != 1 || len(got[2]) != 0 {
+		t.Fatalf("Namesakes = %+v", got)
+	}
+	if _, ok := Only(got[0], "id"); ok {
+		t.Error("three namesakes taken for one member")
+	}
+	if v, ok := Only(got[1], "params"); !ok || string(v) != "{}" {
+		t.Errorf("Only(params) = %s, %v", v, ok)
+	}
+	if _, ok := Only(Namesakes(json.RawMessage(`{"ID":1}`), "id")[0], "id"); ok {
+		t.Error("a case variant alone taken for the member")
+	}
+	if Namesakes(json.RawMessage(`[1]`), "id") != nil || Namesakes(json.RawMessage(`{"id":`), "id") != nil {
+		t.Error("not an object, yet namesakes")
+	}
+}

@@ -178,6 +178,12 @@ func toolName(fields map[string]json.RawMessage) string {
 	return meta.ClaudeCode.ToolName
 }
 
+// stringValue decodes a JSON string value.
+func stringValue(v json.RawMessage) (string, bool) {
+	var s string
+	return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
+}
+
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // placeholder reports whether an announced value says nothing yet: agents
@@ -333,7 +339,15 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		if req.method == "session/load" || req.method == "session/resume" {
 			id, ok = jsonrpc.String(req.params, "sessionId")
 		} else {
-			id, ok = jsonrpc.String(m.Result, "sessionId")
+			// The agent names the new session: one it names twice, or in
+			// another letter case, may be another to the editor.
+			var raw json.RawMessage
+			if names := jsonrpc.Namesakes(m.Result, "sessionId"); names != nil {
+				raw, ok = jsonrpc.Only(names[0], "sessionId")
+			}
+			if ok {
+				id, ok = stringValue(raw)
+			}
 		}
 		if !ok || id == "" {
 			return
@@ -402,22 +416,69 @@ func evictOldest(sessions map[string]*sessionState) {
 
 // update follows a session/update notification from the agent. Only
 // tool_call and tool_call_update are decoded; every other update, however
-// large, is passed over after reading its type.
+// large, is passed over after scanning its member names.
+//
+// A notification whose sessionId, update, sessionUpdate or toolCallId is
+// repeated or given in another letter case may mean another tool call, or
+// another session, to the editor than to the broker (see
+// jsonrpc.Namesakes): every tool call it may name, in every session it may
+// name, is then marked Ambiguous, so none of them is decided automatically.
 func (t *tracker) update(params json.RawMessage) {
-	switch kind, _ := jsonrpc.String(params, "update", "sessionUpdate"); kind {
+	top := jsonrpc.Namesakes(params, "sessionId", "update")
+	if top == nil {
+		return
+	}
+	sessions, updates := top[0], top[1]
+	sessionRaw, ok1 := jsonrpc.Only(sessions, "sessionId")
+	upd, ok2 := jsonrpc.Only(updates, "update")
+	if !ok1 || !ok2 {
+		t.ambiguousUpdate(sessions, updates)
+		return
+	}
+	inner := jsonrpc.Namesakes(upd, "sessionUpdate", "toolCallId")
+	if inner == nil {
+		return
+	}
+	kindRaw, ok3 := jsonrpc.Only(inner[0], "sessionUpdate")
+	_, ok4 := jsonrpc.Only(inner[1], "toolCallId")
+	if !ok3 || (len(inner[1]) > 0 && !ok4) {
+		t.ambiguousUpdate(sessions, updates)
+		return
+	}
+	switch kind, _ := stringValue(kindRaw); kind {
 	case "tool_call", "tool_call_update":
 	default:
 		return
 	}
-	upd, ok := jsonrpc.Field(params, "update")
-	if !ok {
-		return
-	}
-	sessionID, ok := jsonrpc.String(params, "sessionId")
+	sessionID, ok := stringValue(sessionRaw)
 	if !ok {
 		return
 	}
 	t.mergeToolCall(sessionID, upd, false)
+}
+
+// ambiguousUpdate marks every tool call a session/update that peers may
+// read differently may name, in every session it may name, Ambiguous.
+func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, sess := range sessions {
+		sessionID, ok := stringValue(sess.Value)
+		if !ok {
+			continue
+		}
+		for _, upd := range updates {
+			ids := jsonrpc.Namesakes(upd.Value, "toolCallId")
+			if ids == nil {
+				continue
+			}
+			for _, tc := range ids[0] {
+				if id, ok := stringValue(tc.Value); ok && id != "" {
+					t.toolCallLocked(t.session(sessionID), id).Ambiguous = true
+				}
+			}
+		}
+	}
 }
 
 // mergeToolCall merges a ToolCall or ToolCallUpdate object into the session's
@@ -438,16 +499,7 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.session(sessionID)
-	tc, ok := s.toolCalls[id]
-	if !ok {
-		if len(s.order) >= MaxToolCallsPerSession {
-			delete(s.toolCalls, s.order[0])
-			s.order = slices.Delete(s.order, 0, 1)
-		}
-		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage), announced: make(map[string]json.RawMessage)}
-		s.toolCalls[id] = tc
-		s.order = append(s.order, id)
-	}
+	tc := t.toolCallLocked(s, id)
 	fields = cloneFields(fields)
 	var disagreements []string
 	if fromRequest {
@@ -467,6 +519,22 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
 	}
 	return view
+}
+
+// toolCallLocked returns the session's tool call, tracked from now on if
+// it was not. The caller holds t.mu.
+func (t *tracker) toolCallLocked(s *sessionState, id string) *ToolCall {
+	tc, ok := s.toolCalls[id]
+	if !ok {
+		if len(s.order) >= MaxToolCallsPerSession {
+			delete(s.toolCalls, s.order[0])
+			s.order = slices.Delete(s.order, 0, 1)
+		}
+		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage), announced: make(map[string]json.RawMessage)}
+		s.toolCalls[id] = tc
+		s.order = append(s.order, id)
+	}
+	return tc
 }
 
 // intercepted returns what is known of an intercepted request's session and,

@@ -210,3 +210,44 @@ func TestTrackerFlagsRequestsThatDisagreeWithTheAnnouncement(t *testing.T) {
 		t.Fatalf("after an update: %q", got.Disagreements)
 	}
 }
+
+// An update that peers may read as another tool call, another session or
+// another kind of update than the broker does leaves every tool call it may
+// name, in every session it may name, ambiguous.
+func TestTrackerAmbiguousUpdates(t *testing.T) {
+	change := `"rawInput":{"command":"npm install x"}`
+	for name, params := range map[string]string{
+		"sessionUpdate twice":         `{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"SessionUpdate":               `{"sessionId":"s1","update":{"SessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"Update beside update":        `{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"},"Update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"update twice":                `{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk"},"update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"Update alone":                `{"sessionId":"s1","Update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"sessionId twice":             `{"sessionId":"other","update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `},"sessionId":"s1"}`,
+		"SessionId":                   `{"sessionId":"other","SessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"escaped sessionId twice":     `{"sessionId":"other","session\u0049d":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"long s":                      `{"ſessionId":"s1","sessionId":"other","update":{"sessionUpdate":"tool_call_update","toolCallId":"t",` + change + `}}`,
+		"toolCallId twice":            `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy","toolCallId":"t",` + change + `}}`,
+		"ToolCallId":                  `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy","ToolCallId":"t",` + change + `}}`,
+		"ToolCallId alone":            `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","ToolCallId":"t",` + change + `}}`,
+		"escaped toolCallId twice":    `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy","toolCall\u0049d":"t",` + change + `}}`,
+		"repeated member of the call": `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","rawInput":{},` + change + `}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := newTracker()
+			tr.open(Info{ID: "s1", Opened: true, Cwd: "/repo"})
+			tr.update(update("s1", `{"sessionUpdate":"tool_call","toolCallId":"t","kind":"execute","rawInput":{"command":"git status"}}`))
+			tr.update(json.RawMessage(params))
+			_, tc := tr.intercepted("session/request_permission", json.RawMessage(`{"sessionId":"s1","toolCall":{"toolCallId":"t","kind":"execute","rawInput":{"command":"git status"}},"options":[]}`))
+			if tc == nil || (!tc.Ambiguous && len(tc.Disagreements) == 0) {
+				t.Fatalf("the request is taken for the announcement: %+v", tc)
+			}
+		})
+	}
+	// A new session named twice in the agent's answer is not opened.
+	tr := newTracker()
+	tr.editorRequest(msg(t, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/repo","mcpServers":[]}}`))
+	tr.agentResponse(msg(t, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"mine","sessionId":"s1"}}`))
+	if tr.info("mine").Opened || tr.info("s1").Opened {
+		t.Fatal("a session the agent named twice was opened")
+	}
+}

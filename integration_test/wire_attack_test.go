@@ -1,0 +1,69 @@
+//go:build linux
+
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// The tests in this file attack the broker's reading of the agent's wire
+// below the envelope: messages a peer may read differently from the broker.
+
+// TestAmbiguousUpdateIsNeverDecided: a session/update that repeats its
+// sessionId, update, sessionUpdate or toolCallId, or gives one in another
+// letter case or spelling, may change a tool call for the editor (Go's
+// encoding/json and JSON.parse keep the last member, encoding/json folds
+// case) that the broker, reading the first, does not see changed: here the
+// announced "git status" becomes a denied "npm install". A permission
+// request repeating the harmless announcement is then never decided.
+func TestAmbiguousUpdateIsNeverDecided(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules})
+	announce := func(id string) string {
+		return toolCallUpdate("tool_call", `"toolCallId":"`+id+`","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}`)
+	}
+	install := `"rawInput":{"command":"npm install left-pad"},"title":"npm install left-pad"`
+	chunk := `{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}`
+	update := func(params string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":` + params + `}`
+	}
+	ask := func(n, id string) string {
+		return permission(n, `{"toolCallId":"`+id+`","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions)
+	}
+	cases := []struct{ name, id, update string }{
+		{"session_update_twice", "w1", update(`{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"},"sessionUpdate":"tool_call_update","toolCallId":"w1",` + install + `}}`)},
+		{"session_update_in_another_case", "w2", update(`{"sessionId":"sess_1","update":{"SessionUpdate":"tool_call_update","toolCallId":"w2",` + install + `}}`)},
+		{"update_beside_Update", "w3", update(`{"sessionId":"sess_1","update":` + chunk + `,"Update":{"sessionUpdate":"tool_call_update","toolCallId":"w3",` + install + `}}`)},
+		{"update_twice", "w4", update(`{"sessionId":"sess_1","update":` + chunk + `,"update":{"sessionUpdate":"tool_call_update","toolCallId":"w4",` + install + `}}`)},
+		{"session_id_twice", "w5", update(`{"sessionId":"elsewhere","update":{"sessionUpdate":"tool_call_update","toolCallId":"w5",` + install + `},"sessionId":"sess_1"}`)},
+		{"session_id_in_another_case", "w6", update(`{"sessionId":"elsewhere","SessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"w6",` + install + `}}`)},
+		{"tool_call_id_twice", "w7", update(`{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy7","toolCallId":"w7",` + install + `}}`)},
+		{"tool_call_id_in_another_case", "w8", update(`{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy8","ToolCallId":"w8",` + install + `}}`)},
+		{"tool_call_id_escaped_twice", "w9", update(`{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy9","toolCall\u0049d":"w9",` + install + `}}`)},
+		{"tool_call_id_with_the_long_s", "w10", update(`{"ſessionId":"sess_1","sessionId":"elsewhere","update":{"sessionUpdate":"tool_call_update","toolCallId":"w10",` + install + `}}`)},
+	}
+	var play []decideCase
+	for _, c := range cases {
+		n := strings.TrimPrefix(c.id, "w")
+		play = append(play, decideCase{
+			name:   c.name,
+			before: []string{announce(c.id), c.update},
+			req:    ask(n, c.id),
+			answer: answer(n, "reject"),
+		})
+	}
+	// What the editor reads of a plain update is what the broker reads:
+	// the same change, unambiguous, is caught as a disagreement.
+	play = append(play, decideCase{
+		name:   "plain_update_is_read",
+		before: []string{announce("w11"), update(`{"sessionId":"sess_1","update":{"sessionUpdate":"tool_call_update","toolCallId":"w11",` + install + `}}`)},
+		req:    ask("11", "w11"),
+		option: "reject",
+	}, decideCase{
+		name:   "unchanged_announcement_is_decided",
+		before: []string{announce("w12")},
+		req:    ask("12", "w12"),
+		option: "allow",
+	})
+	d.play(t, play)
+}
