@@ -67,3 +67,37 @@ func TestAmbiguousUpdateIsNeverDecided(t *testing.T) {
 	})
 	d.play(t, play)
 }
+
+// TestNumericIDSpellings: ids equal as numbers are one id, however the
+// agent spells them (2, 2.0, 2e0, 20e-1): a JavaScript editor answers a
+// request sent as 2e0 with id 2, and an agent reading numbers takes that
+// answer for its request. An editor answer in another spelling is never
+// a second answer, and a second request under an id still in use in
+// another spelling is refused.
+func TestNumericIDSpellings(t *testing.T) {
+	for _, spelling := range []string{"2e0", "2.0", "20e-1", "2.000000000000000001"} {
+		t.Run("cancel_"+spelling, func(t *testing.T) {
+			s, _ := channelBroker(t, "")
+			s.AgentToEditor(strings.Replace(testPermission(2, "make build"), `"id":2,`, `"id":`+spelling+`,`, 1))
+			// The editor cancels the turn, and its answer, made before
+			// it read the cancel, races it: the agent gets cancelled
+			// once, and nothing else.
+			s.EditorSend(sessCancel, allowAlways)
+			s.AgentExpect(sessCancel)
+			s.AgentExpect(strings.Replace(cancelled2, `"id":2,`, `"id":`+spelling+`,`, 1))
+			noMoreForTheAgent(t, s)
+			s.Finish()
+		})
+	}
+	t.Run("reused_while_open", func(t *testing.T) {
+		s, _ := channelBroker(t, "")
+		s.AgentToEditor(testPermission(2, "make build"))
+		second := strings.Replace(testPermission(3, "rm -rf build"), `"id":3,`, `"id":2.0,`, 1)
+		s.AgentSend(second, marker)
+		expectError(t, s.AgentRecv(), "2.0", -32600)
+		s.EditorExpect(marker)
+		s.EditorToAgent(rejectOnce)
+		noMoreForTheAgent(t, s)
+		s.Finish()
+	})
+}

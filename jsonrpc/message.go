@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -46,13 +47,23 @@ type Message struct {
 func (m *Message) IDKey() string { return IDKey(m.ID) }
 
 // IDKey returns a comparable form of a raw id: a response matches a request
-// when their keys are equal, however the id's string was escaped. String ids
-// and numeric ids never share a key.
+// when their keys are equal, however the id's string was escaped, and
+// however its number was written. Numbers are compared as the float64 a
+// JavaScript peer reads (2, 2.0, 2e0 and 20e-1 are one id; so are two
+// integers beyond 2^53 that round alike): such a peer answers a request
+// sent as 2e0 with id 2, and the agent takes that for the answer to 2e0.
+// String ids and numeric ids never share a key.
 func IDKey(id json.RawMessage) string {
 	if len(id) == 0 {
 		return ""
 	}
 	if id[0] != '"' {
+		if f, err := strconv.ParseFloat(string(id), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			if f == 0 {
+				f = 0 // -0 is 0
+			}
+			return "n:" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
 		return string(id)
 	}
 	if bytes.IndexByte(id, '\\') < 0 {

@@ -157,6 +157,24 @@ func TestIDKey(t *testing.T) {
 	if IDKey(json.RawMessage(`"1"`)) == IDKey(json.RawMessage(`1`)) {
 		t.Error("string and number ids collide")
 	}
+	// A JavaScript peer reads numbers as float64: ids equal there are one.
+	for _, same := range [][]string{
+		{"2", "2.0", "2e0", "20e-1", "0.2E1", "2.000000000000000001"},
+		{"0", "-0", "0.0", "0e5"},
+		{"9007199254740993", "9007199254740992"},
+		{"1e400", "1e999"},
+	} {
+		for _, id := range same[1:] {
+			if IDKey(json.RawMessage(id)) != IDKey(json.RawMessage(same[0])) {
+				t.Errorf("ids %s and %s differ", id, same[0])
+			}
+		}
+	}
+	for _, other := range [][2]string{{"1", "2"}, {"1", "1.0000001"}, {"1e400", "-1e400"}, {`"2"`, "2.0"}, {"null", `"null"`}} {
+		if IDKey(json.RawMessage(other[0])) == IDKey(json.RawMessage(other[1])) {
+			t.Errorf("ids %s and %s collide", other[0], other[1])
+		}
+	}
 }
 
 // FuzzParse checks that no input panics the envelope reader, and that on
