@@ -101,3 +101,42 @@ func TestNumericIDSpellings(t *testing.T) {
 		s.Finish()
 	})
 }
+
+// TestRepeatedOptionIDNeverAllows: a request offering one optionId twice,
+// as "Always allow" and as "Reject", shows the human two buttons with one
+// id: whichever the human chose, the answer names that id. The broker must
+// not take it for the first option with that id: a "Reject" must not be
+// remembered as "always allow", nor cover the terminal the agent then
+// creates.
+func TestRepeatedOptionIDNeverAllows(t *testing.T) {
+	twice := `[{"optionId":"r","name":"Always allow","kind":"allow_always"},{"optionId":"allow-once","name":"Allow","kind":"allow_once"},{"optionId":"r","name":"Reject","kind":"reject_once"}]`
+	offered := `[{"optionId":"allow-once","name":"Allow","kind":"allow_once"},{"optionId":"allow-always","name":"Always allow","kind":"allow_always"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]`
+	req := strings.Replace(testPermission(2, "make build"), offered, twice, 1)
+	if req == testPermission(2, "make build") {
+		t.Fatal("test bug: options not replaced")
+	}
+	reject := `{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"r"}}}`
+	t.Run("not_remembered", func(t *testing.T) {
+		s := rememberSession(t, t.TempDir(), t.TempDir())
+		s.AgentToEditor(req)
+		s.EditorToAgent(reject)
+		again := testPermission(3, "make build")
+		s.AgentSend(again, marker)
+		if got := s.EditorRecv(); got != again {
+			t.Fatalf("the human's Reject was remembered as an allow: the editor got %s, not the request", clip(got))
+		}
+		s.EditorExpect(marker)
+		s.EditorToAgent(strings.Replace(rejectOnce, `"id":2`, `"id":3`, 1))
+		s.Finish()
+	})
+	t.Run("covers_no_terminal", func(t *testing.T) {
+		s := rememberSession(t, t.TempDir(), t.TempDir())
+		s.AgentToEditor(req)
+		s.EditorToAgent(reject)
+		term := `{"jsonrpc":"2.0","id":4,"method":"terminal/create","params":{"sessionId":"s1","command":"make","args":["build"]}}`
+		s.AgentSend(term, marker)
+		if got := s.EditorRecv(); got == term {
+			t.Fatal("the human's Reject covered the terminal: it was forwarded")
+		}
+	})
+}

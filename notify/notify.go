@@ -106,10 +106,15 @@ func (p Prompt) Choose(optionID, kind string) (Option, error) {
 	case optionID != "" && kind != "":
 		return Option{}, fmt.Errorf("%w: both an option and a decision", ErrNoAnswer)
 	case optionID != "":
-		if i := slices.IndexFunc(p.Options, func(o Option) bool { return o.ID == optionID }); i >= 0 {
-			return p.Options[i], nil
+		i := slices.IndexFunc(p.Options, func(o Option) bool { return o.ID == optionID })
+		switch {
+		case i < 0:
+			return Option{}, fmt.Errorf("%w: option %q was not offered", ErrNoAnswer, optionID)
+		case slices.ContainsFunc(p.Options[i+1:], func(o Option) bool { return o.ID == optionID }):
+			// Two choices share the id: which one was meant is unknown.
+			return Option{}, fmt.Errorf("%w: option %q was offered twice", ErrNoAnswer, optionID)
 		}
-		return Option{}, fmt.Errorf("%w: option %q was not offered", ErrNoAnswer, optionID)
+		return p.Options[i], nil
 	case kind != "":
 		if i := slices.IndexFunc(p.Options, func(o Option) bool { return o.Kind == kind }); i >= 0 {
 			return p.Options[i], nil

@@ -20,6 +20,10 @@ func TestChooseOnlyOfferedOptions(t *testing.T) {
 			t.Errorf("Choose(%q, %q) = %v", bad[0], bad[1], err)
 		}
 	}
+	twice := Prompt{Options: []Option{{ID: "r", Kind: "allow_always"}, {ID: "r", Kind: "reject_once"}}}
+	if o, err := twice.Choose("r", ""); !errors.Is(err, ErrNoAnswer) {
+		t.Errorf("an id offered twice chose %v", o)
+	}
 }
 
 func TestTruncateKeepsWholeCharacters(t *testing.T) {

@@ -296,14 +296,16 @@ func (e *Engine) rememberForSession(sessionID string, entries []rules.Entry) str
 	return strings.Join(ids, ",")
 }
 
-// optionByID finds an offered option by its id.
+// optionByID finds an offered option by its id. An id offered more than
+// once names no option: which of them the human chose is unknown.
 func optionByID(options []option, id string) (option, bool) {
+	found, n := option{}, 0
 	for _, o := range options {
 		if o.OptionID == id {
-			return o, true
+			found, n = o, n+1
 		}
 	}
-	return option{}, false
+	return found, n == 1
 }
 
 func decisionOf(kind string) string {

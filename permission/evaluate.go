@@ -168,6 +168,12 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 			if err != nil {
 				return p, fmt.Errorf(`an option: %v`, err)
 			}
+			if _, dup := optionByID(p.Options, o.OptionID); dup {
+				// The human sees two choices with one id: the answer
+				// naming it says nothing of which was chosen.
+				p.Options = nil
+				return p, fmt.Errorf("the option id %q is offered twice", o.OptionID)
+			}
 			p.Options = append(p.Options, o)
 		}
 	}

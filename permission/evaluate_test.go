@@ -28,6 +28,8 @@ func TestReadPermissionParamsIsExact(t *testing.T) {
 		`{"toolCall":` + tc + `,"options":[{"optionID":"a","kind":"allow_once"}]}`,
 		`{"toolCall":` + tc + `,"options":[{"optionId":"a","kind":1}]}`,
 		`{"toolCall":` + tc + `,"options":{}}`,
+		`{"toolCall":` + tc + `,"options":[{"optionId":"r","kind":"allow_always"},{"optionId":"r","kind":"reject_once"}]}`,
+		`{"toolCall":` + tc + `,"options":[{"optionId":"r\u0031","kind":"allow_once"},{"optionId":"r1","kind":"reject_once"}]}`,
 		`{"toolCall":` + tc + `,"sessionID":"s"}`,
 		`{"toolCall":` + tc + `,"_Meta":{}}`,
 		`{"toolCall":null}`,
