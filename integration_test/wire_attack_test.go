@@ -140,3 +140,38 @@ func TestRepeatedOptionIDNeverAllows(t *testing.T) {
 		}
 	})
 }
+
+// TestOddEditorAnswersAreNoApproval: an editor answer the agent may not
+// read as "selected this option" (the outcome in another letter case,
+// repeated, unknown, an error, an option not offered) is relayed as it
+// is, but is no approval for the broker: nothing is remembered and the
+// same request is asked again.
+func TestOddEditorAnswersAreNoApproval(t *testing.T) {
+	for name, result := range map[string]string{
+		"Outcome":          `"result":{"Outcome":{"outcome":"selected","optionId":"allow-always"}}`,
+		"inner_Outcome":    `"result":{"outcome":{"Outcome":"selected","optionId":"allow-always"}}`,
+		"OptionId":         `"result":{"outcome":{"outcome":"selected","OptionId":"allow-always"}}`,
+		"outcome_twice":    `"result":{"outcome":{"outcome":"cancelled"},"outcome":{"outcome":"selected","optionId":"allow-always"}}`,
+		"optionId_twice":   `"result":{"outcome":{"outcome":"selected","optionId":"reject","optionId":"allow-always"}}`,
+		"unknown_outcome":  `"result":{"outcome":{"outcome":"Selected","optionId":"allow-always"}}`,
+		"cancelled_option": `"result":{"outcome":{"outcome":"cancelled","optionId":"allow-always"}}`,
+		"not_offered":      `"result":{"outcome":{"outcome":"selected","optionId":"allow-forever"}}`,
+		"error":            `"error":{"code":-32000,"message":"no","data":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`,
+		"optionId_number":  `"result":{"outcome":{"outcome":"selected","optionId":1}}`,
+		"outcome_is_array": `"result":{"outcome":[{"outcome":"selected","optionId":"allow-always"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := rememberSession(t, t.TempDir(), t.TempDir())
+			s.AgentToEditor(testPermission(2, "make build"))
+			s.EditorToAgent(`{"jsonrpc":"2.0","id":2,` + result + `}`)
+			again := testPermission(3, "make build")
+			s.AgentSend(again, marker)
+			if got := s.EditorRecv(); got != again {
+				t.Fatalf("the answer was taken for an approval: the editor got %s, not the request", clip(got))
+			}
+			s.EditorExpect(marker)
+			s.EditorToAgent(strings.Replace(rejectOnce, `"id":2`, `"id":3`, 1))
+			s.Finish()
+		})
+	}
+}

@@ -103,7 +103,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			r.Decision = "error"
 		} else if outcome, optionID := readOutcome(answer); outcome != "" {
 			r.Decision, r.Option = outcome, optionID
-			if o, ok := optionByID(params.Options, optionID); ok {
+			if o, ok := optionByID(params.Options, optionID); ok && outcome == "selected" {
 				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
 			}
 		}
@@ -223,19 +223,32 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	}()
 }
 
-// readOutcome reads a session/request_permission result: the outcome
-// ("selected", "cancelled", or "" when it cannot be read) and the option.
+// readOutcome reads a session/request_permission result exactly, as the
+// agent it is relayed to may: the outcome ("selected", "cancelled", or ""
+// when it cannot be read) and, when selected, the option. A member in
+// another letter case or repeated at any depth (the agent may read the
+// other one), a missing or non-string optionId, is no outcome at all.
 func readOutcome(answer *jsonrpc.Message) (outcome, optionID string) {
-	var res struct {
-		Outcome struct {
-			Outcome  string `json:"outcome"`
-			OptionID string `json:"optionId"`
-		} `json:"outcome"`
-	}
-	if answer.Error != nil || json.Unmarshal(answer.Result, &res) != nil {
+	if answer.Error != nil || jsonrpc.Strict(answer.Result) != nil {
 		return "", ""
 	}
-	return res.Outcome.Outcome, res.Outcome.OptionID
+	res, err := jsonrpc.ExactMembers(answer.Result, "outcome", "_meta")
+	if err != nil {
+		return "", ""
+	}
+	o, err := jsonrpc.ExactMembers(res["outcome"], "outcome", "optionId", "_meta")
+	if err != nil || json.Unmarshal(o["outcome"], &outcome) != nil {
+		return "", ""
+	}
+	switch outcome {
+	case "cancelled":
+		return outcome, ""
+	case "selected":
+		if raw, ok := o["optionId"]; ok && json.Unmarshal(raw, &optionID) == nil && raw[0] == '"' {
+			return outcome, optionID
+		}
+	}
+	return "", ""
 }
 
 // askChannel asks one channel and applies its answer if it is the first.
