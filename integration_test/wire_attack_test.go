@@ -175,3 +175,29 @@ func TestOddEditorAnswersAreNoApproval(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelReachesAmbiguousSessions: a permission request that names its
+// session twice, or in another letter case ("SessionId"), is the editor's
+// session's to a Go editor: session/cancel of that session answers it
+// cancelled at once, and an allow the editor sent before it read the
+// cancel never reaches the agent after it.
+func TestCancelReachesAmbiguousSessions(t *testing.T) {
+	for name, sessionID := range map[string]string{
+		"twice":         `"sessionId":"other","sessionId":"s1"`,
+		"another_case":  `"SessionId":"s1"`,
+		"escaped_twice": `"sessionId":"other","session\u0049d":"s1"`,
+		"long_s":        `"sessionId":"other","ſessionId":"s1"`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := channelBroker(t, "")
+			s.AgentToEditor(strings.Replace(testPermission(2, "make build"), `"sessionId":"s1"`, sessionID, 1))
+			s.EditorSend(sessCancel, allowOnce)
+			s.AgentExpect(sessCancel)
+			if got := s.AgentRecv(); got != cancelled2 {
+				t.Fatalf("after session/cancel the agent got %s, want its request cancelled", clip(got))
+			}
+			noMoreForTheAgent(t, s)
+			s.Finish()
+		})
+	}
+}

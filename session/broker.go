@@ -686,7 +686,7 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 		delete(b.turns, sessionID)
 	}
 	for _, c := range b.calls {
-		if c.Session.ID != sessionID || c.Method != "session/request_permission" {
+		if c.Method != "session/request_permission" || !c.mayBeOf(sessionID) {
 			continue
 		}
 		if prev, ok := b.settleLocked(c, true); ok {

@@ -95,6 +95,26 @@ func (c *Call) CurrentToolCall() *ToolCall {
 // cancelled its session.
 var ErrSessionCancelled = errors.New("withdrawn: the turn was cancelled")
 
+// mayBeOf reports whether the call may be of the session to a peer: its
+// session, or one its params name in another member a peer may take for
+// sessionId (repeated, in another letter case). Such a request is never
+// decided automatically, but the session's cancel must reach it.
+func (c *Call) mayBeOf(sessionID string) bool {
+	if c.Session.ID == sessionID {
+		return true
+	}
+	names := jsonrpc.Namesakes(c.Params, "sessionId")
+	if names == nil {
+		return false
+	}
+	for _, n := range names[0] {
+		if id, ok := stringValue(n.Value); ok && id == sessionID {
+			return true
+		}
+	}
+	return false
+}
+
 // SessionID is the id of the call's session, "" when it names none.
 func (c *Call) SessionID() string { return c.Session.ID }
 
