@@ -201,3 +201,42 @@ func TestCancelReachesAmbiguousSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlierRequestIsNoAnnouncement: what an earlier permission request
+// said of a tool call (another command than the agent announced) does not
+// stand in for the announcement when a later request about the same tool
+// call says less.
+func TestEarlierRequestIsNoAnnouncement(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules})
+	install := toolCallUpdate("tool_call", `"toolCallId":"e1","title":"npm install left-pad","kind":"execute","status":"pending","rawInput":{"command":"npm install left-pad"}`)
+	d.play(t, []decideCase{
+		{
+			name:   "disagreeing_request",
+			before: []string{install},
+			req:    permission(`1`, `{"toolCallId":"e1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions),
+			option: "reject",
+		},
+		{
+			name:   "then_one_saying_less",
+			req:    permission(`2`, `{"toolCallId":"e1","title":"git status"}`, claudeOptions),
+			option: "reject",
+		},
+		{
+			name:   "then_only_the_id",
+			req:    permission(`3`, `{"toolCallId":"e1"}`, claudeOptions),
+			option: "reject",
+		},
+		{
+			// A request saying the tool call completed does not end
+			// what the agent announced of it.
+			name:   "a_request_saying_completed",
+			req:    permission(`4`, `{"toolCallId":"e1","status":"completed"}`, claudeOptions),
+			option: "reject",
+		},
+		{
+			name:   "then_another_command",
+			req:    permission(`5`, `{"toolCallId":"e1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions),
+			option: "reject",
+		},
+	})
+}

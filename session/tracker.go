@@ -65,8 +65,10 @@ type ToolCall struct {
 
 	// announced is what session/update notifications said of the tool
 	// call, merged; a permission request's own toolCall is merged into
-	// Fields only, so that a request cannot become the announcement the
-	// next request about the same tool call is checked against.
+	// Fields (what the editor shows now) but not here, so that a request
+	// becomes neither the announcement the next request about the same
+	// tool call is checked against nor what fills in what that request
+	// leaves out (see mergeToolCall).
 	announced map[string]json.RawMessage
 }
 
@@ -510,11 +512,20 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	tc.merge(fields)
 	tc.Ambiguous = tc.Ambiguous || ambiguous
 	view := tc.clone()
+	if fromRequest {
+		// A request is judged on the announcement and on what it says
+		// itself: what an earlier request said must not fill in what this
+		// one leaves out.
+		view.Fields = maps.Clone(tc.announced)
+		view.merge(fields)
+	}
 	view.Disagreements = disagreements
 	if len(disagreements) > 0 {
 		view.Announced = maps.Clone(tc.announced)
 	}
-	if status := tc.String("status"); status == "completed" || status == "failed" {
+	// Only the agent's updates end a tool call: a request saying it
+	// completed must not make the broker forget what was announced.
+	if status := (&ToolCall{Fields: tc.announced}).String("status"); status == "completed" || status == "failed" {
 		delete(s.toolCalls, id)
 		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
 	}
