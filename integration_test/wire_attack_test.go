@@ -240,3 +240,23 @@ func TestEarlierRequestIsNoAnnouncement(t *testing.T) {
 		},
 	})
 }
+
+// TestToolCallIDSpellings: a tool call id given as a number (1 is the
+// property "1" to a JavaScript editor) or empty in the request or in the
+// announcement never lets a request stand apart from what was announced.
+func TestToolCallIDSpellings(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules})
+	install := func(id string) string {
+		return toolCallUpdate("tool_call", `"toolCallId":`+id+`,"title":"npm install left-pad","kind":"execute","status":"pending","rawInput":{"command":"npm install left-pad"}`)
+	}
+	gitStatus := func(n, id string) string {
+		return permission(n, `{"toolCallId":`+id+`,"title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions)
+	}
+	d.play(t, []decideCase{
+		{name: "request_id_a_number", before: []string{install(`"1"`)}, req: gitStatus(`1`, `1`), answer: answer(`1`, "reject")},
+		{name: "announced_id_a_number", before: []string{install(`2`)}, req: gitStatus(`2`, `"2"`), answer: answer(`2`, "reject")},
+		{name: "announced_id_a_float", before: []string{install(`3.0`)}, req: gitStatus(`3`, `"3"`), answer: answer(`3`, "reject")},
+		{name: "empty_id", before: []string{install(`""`)}, req: gitStatus(`4`, `""`), answer: answer(`4`, "reject")},
+		{name: "plain_id_is_decided", req: gitStatus(`5`, `"fresh"`), option: "allow"},
+	})
+}

@@ -181,8 +181,21 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 	if !ok || tc[0] != '{' {
 		return p, errors.New(`no "toolCall" object`)
 	}
+	if v, ok := jsonrpc.Field(tc, "toolCallId"); ok {
+		// A number would be another id to the broker than to an editor
+		// that keys tool calls by JavaScript property (1 is "1").
+		if id, ok := stringOf(v); !ok || id == "" {
+			return p, errors.New(`"toolCall"'s "toolCallId" is not a non-empty string`)
+		}
+	}
 	p.ToolCall = tc
 	return p, nil
+}
+
+// stringOf decodes a JSON string value.
+func stringOf(v json.RawMessage) (string, bool) {
+	var s string
+	return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
 }
 
 func readOption(raw json.RawMessage) (option, error) {

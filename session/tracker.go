@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -178,6 +179,19 @@ func toolName(fields map[string]json.RawMessage) string {
 		_ = json.Unmarshal(raw, &meta)
 	}
 	return meta.ClaudeCode.ToolName
+}
+
+// toolCallKey is the tool call id a peer may read in v: the string, or for
+// a number the property name a JavaScript editor keys it under (1 and 1.0
+// are "1"); "" for anything else.
+func toolCallKey(v json.RawMessage) string {
+	if s, ok := stringValue(v); ok {
+		return s
+	}
+	if f, err := strconv.ParseFloat(string(v), 64); err == nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return ""
 }
 
 // stringValue decodes a JSON string value.
@@ -442,7 +456,10 @@ func (t *tracker) update(params json.RawMessage) {
 		return
 	}
 	kindRaw, ok3 := jsonrpc.Only(inner[0], "sessionUpdate")
-	_, ok4 := jsonrpc.Only(inner[1], "toolCallId")
+	idRaw, ok4 := jsonrpc.Only(inner[1], "toolCallId")
+	if ok4 {
+		_, ok4 = stringValue(idRaw) // a number is "1" to a JavaScript editor
+	}
 	if !ok3 || (len(inner[1]) > 0 && !ok4) {
 		t.ambiguousUpdate(sessions, updates)
 		return
@@ -475,7 +492,7 @@ func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) {
 				continue
 			}
 			for _, tc := range ids[0] {
-				if id, ok := stringValue(tc.Value); ok && id != "" {
+				if id := toolCallKey(tc.Value); id != "" {
 					t.toolCallLocked(t.session(sessionID), id).Ambiguous = true
 				}
 			}
