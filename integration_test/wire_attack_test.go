@@ -260,3 +260,45 @@ func TestToolCallIDSpellings(t *testing.T) {
 		{name: "plain_id_is_decided", req: gitStatus(`5`, `"fresh"`), option: "allow"},
 	})
 }
+
+// TestToolCallMembersInAnotherCase: a tool call member in another letter
+// case ("RawInput", "Kind", "Locations", "Content") is the member to a Go
+// editor (acp-go-sdk folds case) and nothing to the broker: in an
+// announcement it would hide what the agent announced, in a request what
+// the editor shows. Either way the request is not decided.
+func TestToolCallMembersInAnotherCase(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules})
+	gitStatus := func(n, id string) string {
+		return permission(n, `{"toolCallId":"`+id+`","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions)
+	}
+	edit := `"kind":"edit","title":"Edit src/a.go","locations":[{"path":"$CWD/src/a.go"}],"rawInput":{"file_path":"$CWD/src/a.go"}`
+	d.play(t, []decideCase{
+		{
+			name:   "announced_RawInput",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"k1","title":"npm install left-pad","kind":"execute","status":"pending","RawInput":{"command":"npm install left-pad"}`)},
+			req:    gitStatus(`1`, "k1"),
+			answer: answer(`1`, "reject"),
+		},
+		{
+			name:   "updated_Kind_and_Locations",
+			before: []string{toolCallUpdate("tool_call", `"toolCallId":"k2",`+edit), toolCallUpdate("tool_call_update", `"toolCallId":"k2","Locations":[{"path":"$HOME/.bashrc"}]`)},
+			req:    permission(`2`, `{"toolCallId":"k2",`+edit+`}`, claudeOptions),
+			answer: answer(`2`, "reject"),
+		},
+		{
+			name:   "request_Content",
+			req:    permission(`3`, `{"toolCallId":"k3",`+edit+`,"Content":[{"type":"diff","path":"$HOME/.bashrc","newText":"x"}]}`, claudeOptions),
+			answer: answer(`3`, "reject"),
+		},
+		{
+			name:   "request_without_id_Locations",
+			req:    permission(`4`, `{`+edit+`,"Locations":[{"path":"$HOME/.bashrc"}]}`, claudeOptions),
+			answer: answer(`4`, "reject"),
+		},
+		{
+			name:   "exact_members_are_decided",
+			req:    permission(`5`, `{"toolCallId":"k5",`+edit+`}`, claudeOptions),
+			option: "allow",
+		},
+	})
+}

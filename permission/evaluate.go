@@ -181,6 +181,9 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 	if !ok || tc[0] != '{' {
 		return p, errors.New(`no "toolCall" object`)
 	}
+	if _, err := jsonrpc.ExactMembers(tc, session.ToolCallFields...); err != nil {
+		return p, fmt.Errorf(`"toolCall": %v`, err)
+	}
 	if v, ok := jsonrpc.Field(tc, "toolCallId"); ok {
 		// A number would be another id to the broker than to an editor
 		// that keys tool calls by JavaScript property (1 is "1").

@@ -500,12 +500,18 @@ func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) {
 	}
 }
 
+// ToolCallFields are the members of ACP's ToolCall and ToolCallUpdate. A
+// member whose name differs from one of them only in letter case is that
+// member to a peer that folds case (Go's encoding/json, acp-go-sdk) and
+// nothing to the broker: a tool call object carrying one is ambiguous.
+var ToolCallFields = []string{"toolCallId", "title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta", "sessionUpdate"}
+
 // mergeToolCall merges a ToolCall or ToolCallUpdate object into the session's
 // view and returns a copy of the result. fromRequest marks a permission
 // request's toolCall, which is checked against what was announced: updates
 // may change a tool call, the request asking about it may not.
 func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromRequest bool) *ToolCall {
-	fields, err := jsonrpc.Members(obj)
+	fields, err := jsonrpc.ExactMembers(obj, ToolCallFields...)
 	ambiguous := err != nil
 	if ambiguous {
 		fields = nil

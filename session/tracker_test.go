@@ -231,6 +231,8 @@ func TestTrackerAmbiguousUpdates(t *testing.T) {
 		"ToolCallId alone":            `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","ToolCallId":"t",` + change + `}}`,
 		"escaped toolCallId twice":    `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"decoy","toolCall\u0049d":"t",` + change + `}}`,
 		"repeated member of the call": `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","rawInput":{},` + change + `}}`,
+		"RawInput":                    `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","RawInput":{"command":"npm install x"}}}`,
+		"Kind":                        `{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","Kind":"edit"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := newTracker()
