@@ -302,3 +302,21 @@ func TestToolCallMembersInAnotherCase(t *testing.T) {
 		},
 	})
 }
+
+// TestRequestAboutAFinishedToolCall: once the agent reports a tool call
+// completed the broker forgets what it announced; a request about it
+// afterwards could say anything and is not decided. A new announcement
+// under the id is judged as any other.
+func TestRequestAboutAFinishedToolCall(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules})
+	install := toolCallUpdate("tool_call", `"toolCallId":"f1","title":"npm install left-pad","kind":"execute","status":"pending","rawInput":{"command":"npm install left-pad"}`)
+	gitStatus := func(n string) string {
+		return permission(n, `{"toolCallId":"f1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions)
+	}
+	d.play(t, []decideCase{
+		{name: "completed", before: []string{install, toolCallUpdate("tool_call_update", `"toolCallId":"f1","status":"completed"`)}, req: gitStatus(`1`), answer: answer(`1`, "reject")},
+		{name: "failed", before: []string{install, toolCallUpdate("tool_call_update", `"toolCallId":"f1","status":"failed"`)}, req: gitStatus(`2`), answer: answer(`2`, "reject")},
+		{name: "asked_again", req: gitStatus(`3`), answer: answer(`3`, "reject")},
+		{name: "announced_anew", before: []string{toolCallUpdate("tool_call", `"toolCallId":"f1","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}`)}, req: gitStatus(`4`), option: "allow"},
+	})
+}

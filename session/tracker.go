@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -267,6 +268,42 @@ type sessionState struct {
 	toolCalls map[string]*ToolCall
 	order     []string // tool call ids, oldest first
 	lastUsed  uint64   // opened sessions: when opened; unknown ones: last update
+	// finished holds the ids (hashed, however long they are) of tool
+	// calls the agent reported completed or failed and that were
+	// forgotten, at most MaxToolCallsPerSession, oldest first in
+	// finishedOrder: a request about one of them cannot be checked against
+	// what was announced.
+	finished      map[[sha256.Size]byte]bool
+	finishedOrder [][sha256.Size]byte
+}
+
+// finish forgets a tool call the agent reported finished and remembers
+// that it did.
+func (s *sessionState) finish(id string) {
+	delete(s.toolCalls, id)
+	s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
+	if s.finished == nil {
+		s.finished = make(map[[sha256.Size]byte]bool)
+	}
+	if key := sha256.Sum256([]byte(id)); !s.finished[key] {
+		if len(s.finishedOrder) >= MaxToolCallsPerSession {
+			delete(s.finished, s.finishedOrder[0])
+			s.finishedOrder = s.finishedOrder[1:]
+		}
+		s.finished[key] = true
+		s.finishedOrder = append(s.finishedOrder, key)
+	}
+}
+
+// hasFinished reports whether the agent reported the tool call finished.
+func (s *sessionState) hasFinished(id string) bool { return s.finished[sha256.Sum256([]byte(id))] }
+
+// unfinish forgets that a tool call finished: the agent announces it anew.
+func (s *sessionState) unfinish(id string) {
+	if key := sha256.Sum256([]byte(id)); s.finished[key] {
+		delete(s.finished, key)
+		s.finishedOrder = slices.DeleteFunc(s.finishedOrder, func(x [sha256.Size]byte) bool { return x == key })
+	}
 }
 
 // tracker follows sessions and tool calls from the messages passing through.
@@ -529,7 +566,11 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	var disagreements []string
 	if fromRequest {
 		disagreements = tc.disagreements(fields)
+		if s.hasFinished(id) && len(tc.announced) == 0 {
+			disagreements = append(disagreements, fmt.Sprintf("the request asks about tool call %q, which the agent reported finished: what it announced of it then is not known any more", id))
+		}
 	} else {
+		s.unfinish(id)
 		mergeFields(tc.announced, fields)
 	}
 	tc.merge(fields)
@@ -549,8 +590,7 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	// Only the agent's updates end a tool call: a request saying it
 	// completed must not make the broker forget what was announced.
 	if status := (&ToolCall{Fields: tc.announced}).String("status"); status == "completed" || status == "failed" {
-		delete(s.toolCalls, id)
-		s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
+		s.finish(id)
 	}
 	return view
 }
