@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -313,10 +314,17 @@ func TestRequestAboutAFinishedToolCall(t *testing.T) {
 	gitStatus := func(n string) string {
 		return permission(n, `{"toolCallId":"f1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions)
 	}
+	// 1,024 more unfinished tool calls push the oldest out of the
+	// tracker.
+	flood := []string{toolCallUpdate("tool_call", `"toolCallId":"ev","title":"npm install left-pad","kind":"execute","status":"pending","rawInput":{"command":"npm install left-pad"}`)}
+	for i := range 1024 {
+		flood = append(flood, toolCallUpdate("tool_call", fmt.Sprintf(`"toolCallId":"x%d","title":"ls","kind":"execute","status":"pending"`, i)))
+	}
 	d.play(t, []decideCase{
 		{name: "completed", before: []string{install, toolCallUpdate("tool_call_update", `"toolCallId":"f1","status":"completed"`)}, req: gitStatus(`1`), answer: answer(`1`, "reject")},
 		{name: "failed", before: []string{install, toolCallUpdate("tool_call_update", `"toolCallId":"f1","status":"failed"`)}, req: gitStatus(`2`), answer: answer(`2`, "reject")},
 		{name: "asked_again", req: gitStatus(`3`), answer: answer(`3`, "reject")},
 		{name: "announced_anew", before: []string{toolCallUpdate("tool_call", `"toolCallId":"f1","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}`)}, req: gitStatus(`4`), option: "allow"},
+		{name: "pushed_out_by_a_flood", before: flood, req: permission(`5`, `{"toolCallId":"ev","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions), answer: answer(`5`, "reject")},
 	})
 }

@@ -29,6 +29,11 @@ const (
 	// are kept apart, so that a flood of invented session ids can only push
 	// out other invented ones.
 	MaxUnknownSessions = 1024
+	// MaxForgottenToolCalls caps the hashed ids of dropped tool calls
+	// remembered for one opened session, so that a request about one is
+	// not decided; beyond it, no request about an untracked tool call of
+	// the session is.
+	MaxForgottenToolCalls = 4096
 )
 
 // Info is what the broker knows of one ACP session.
@@ -268,41 +273,52 @@ type sessionState struct {
 	toolCalls map[string]*ToolCall
 	order     []string // tool call ids, oldest first
 	lastUsed  uint64   // opened sessions: when opened; unknown ones: last update
-	// finished holds the ids (hashed, however long they are) of tool
-	// calls the agent reported completed or failed and that were
-	// forgotten, at most MaxToolCallsPerSession, oldest first in
-	// finishedOrder: a request about one of them cannot be checked against
-	// what was announced.
-	finished      map[[sha256.Size]byte]bool
-	finishedOrder [][sha256.Size]byte
+	// forgotten holds the ids (hashed, however long they are) of tool
+	// calls of an opened session that were dropped, because the agent
+	// reported them completed or failed or because there were too many:
+	// a request about one of them cannot be checked against what was
+	// announced. At most MaxForgottenToolCalls, oldest first in
+	// forgottenOrder; overflowed is set once one had to go, after which
+	// no request about a tool call not tracked can be checked.
+	forgotten      map[[sha256.Size]byte]bool
+	forgottenOrder [][sha256.Size]byte
+	overflowed     bool
 }
 
-// finish forgets a tool call the agent reported finished and remembers
-// that it did.
-func (s *sessionState) finish(id string) {
+// forget drops a tool call and, in an opened session, remembers that it
+// did.
+func (s *sessionState) forget(id string) {
 	delete(s.toolCalls, id)
 	s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
-	if s.finished == nil {
-		s.finished = make(map[[sha256.Size]byte]bool)
+	if !s.info.Opened {
+		return // nothing of a session the editor did not open is decided
 	}
-	if key := sha256.Sum256([]byte(id)); !s.finished[key] {
-		if len(s.finishedOrder) >= MaxToolCallsPerSession {
-			delete(s.finished, s.finishedOrder[0])
-			s.finishedOrder = s.finishedOrder[1:]
+	if s.forgotten == nil {
+		s.forgotten = make(map[[sha256.Size]byte]bool)
+	}
+	if key := sha256.Sum256([]byte(id)); !s.forgotten[key] {
+		if len(s.forgottenOrder) >= MaxForgottenToolCalls {
+			delete(s.forgotten, s.forgottenOrder[0])
+			s.forgottenOrder = s.forgottenOrder[1:]
+			s.overflowed = true
 		}
-		s.finished[key] = true
-		s.finishedOrder = append(s.finishedOrder, key)
+		s.forgotten[key] = true
+		s.forgottenOrder = append(s.forgottenOrder, key)
 	}
 }
 
-// hasFinished reports whether the agent reported the tool call finished.
-func (s *sessionState) hasFinished(id string) bool { return s.finished[sha256.Sum256([]byte(id))] }
+// mayHaveForgotten reports whether the broker may have dropped what the
+// agent announced of a tool call.
+func (s *sessionState) mayHaveForgotten(id string) bool {
+	return s.overflowed || s.forgotten[sha256.Sum256([]byte(id))]
+}
 
-// unfinish forgets that a tool call finished: the agent announces it anew.
-func (s *sessionState) unfinish(id string) {
-	if key := sha256.Sum256([]byte(id)); s.finished[key] {
-		delete(s.finished, key)
-		s.finishedOrder = slices.DeleteFunc(s.finishedOrder, func(x [sha256.Size]byte) bool { return x == key })
+// announcedAnew forgets that a tool call was dropped: the agent announces
+// it again.
+func (s *sessionState) announcedAnew(id string) {
+	if key := sha256.Sum256([]byte(id)); s.forgotten[key] {
+		delete(s.forgotten, key)
+		s.forgottenOrder = slices.DeleteFunc(s.forgottenOrder, func(x [sha256.Size]byte) bool { return x == key })
 	}
 }
 
@@ -566,11 +582,11 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	var disagreements []string
 	if fromRequest {
 		disagreements = tc.disagreements(fields)
-		if s.hasFinished(id) && len(tc.announced) == 0 {
-			disagreements = append(disagreements, fmt.Sprintf("the request asks about tool call %q, which the agent reported finished: what it announced of it then is not known any more", id))
+		if len(tc.announced) == 0 && s.mayHaveForgotten(id) {
+			disagreements = append(disagreements, fmt.Sprintf("the broker may have forgotten what the agent announced of tool call %q (it reported it finished, or announced too many), so the request cannot be checked against it", id))
 		}
 	} else {
-		s.unfinish(id)
+		s.announcedAnew(id)
 		mergeFields(tc.announced, fields)
 	}
 	tc.merge(fields)
@@ -590,7 +606,7 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	// Only the agent's updates end a tool call: a request saying it
 	// completed must not make the broker forget what was announced.
 	if status := (&ToolCall{Fields: tc.announced}).String("status"); status == "completed" || status == "failed" {
-		s.finish(id)
+		s.forget(id)
 	}
 	return view
 }
@@ -601,8 +617,7 @@ func (t *tracker) toolCallLocked(s *sessionState, id string) *ToolCall {
 	tc, ok := s.toolCalls[id]
 	if !ok {
 		if len(s.order) >= MaxToolCallsPerSession {
-			delete(s.toolCalls, s.order[0])
-			s.order = slices.Delete(s.order, 0, 1)
+			s.forget(s.order[0])
 		}
 		tc = &ToolCall{ID: id, Fields: make(map[string]json.RawMessage), announced: make(map[string]json.RawMessage)}
 		s.toolCalls[id] = tc

@@ -253,3 +253,38 @@ func TestTrackerAmbiguousUpdates(t *testing.T) {
 		t.Fatal("a session the agent named twice was opened")
 	}
 }
+
+// A request about a tool call whose announcement the tracker dropped
+// (finished, pushed out by newer ones) cannot be checked against it.
+func TestTrackerRemembersWhatItForgot(t *testing.T) {
+	ask := func(tr *tracker, id string) *ToolCall {
+		_, tc := tr.intercepted("session/request_permission", json.RawMessage(`{"sessionId":"s1","toolCall":{"toolCallId":"`+id+`","kind":"execute","rawInput":{"command":"git status"}}}`))
+		return tc
+	}
+	announce := func(tr *tracker, id string) {
+		tr.update(update("s1", `{"sessionUpdate":"tool_call","toolCallId":"`+id+`","kind":"execute","rawInput":{"command":"npm install x"}}`))
+	}
+	tr := newTracker()
+	tr.open(Info{ID: "s1", Opened: true, Cwd: "/repo"})
+	announce(tr, "done")
+	tr.update(update("s1", `{"sessionUpdate":"tool_call_update","toolCallId":"done","status":"completed"}`))
+	if tc := ask(tr, "done"); len(tc.Disagreements) == 0 {
+		t.Error("a request about a finished tool call is taken for a new one")
+	}
+	announce(tr, "old")
+	for i := range MaxToolCallsPerSession {
+		announce(tr, fmt.Sprint("new", i))
+	}
+	if tc := ask(tr, "old"); len(tc.Disagreements) == 0 {
+		t.Error("a request about a tool call pushed out is taken for a new one")
+	}
+	if tc := ask(tr, "never-announced"); len(tc.Disagreements) != 0 {
+		t.Errorf("a request about a tool call never announced: %v", tc.Disagreements)
+	}
+	for i := range MaxForgottenToolCalls {
+		announce(tr, fmt.Sprint("more", i))
+	}
+	if tc := ask(tr, "never-announced-2"); len(tc.Disagreements) == 0 {
+		t.Error("after forgetting more than it can remember, a request about an untracked tool call is taken for a new one")
+	}
+}
