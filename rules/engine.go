@@ -385,11 +385,7 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	}
 	writes := !readsOnly(argv)
 	for _, arg := range c.Argv[1:] {
-		candidates := []string{arg}
-		if _, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
-			candidates = append(candidates, value) // --file=~/.aws/credentials
-		}
-		for _, cand := range candidates {
+		for _, cand := range pathCandidates(arg) {
 			abs, ok := absPath(cand, req.Dir, p.home)
 			if !ok {
 				continue
@@ -426,6 +422,29 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 		}
 	}
 	return "", "", false
+}
+
+// pathCandidates lists what one argument may name as a file: itself, what
+// follows an `=` (`--file=~/.aws/credentials`, dd's `if=~/.ssh/id_rsa`), the
+// value of a short option written against it (`-o.git/hooks/x`), and each
+// of these without a leading `@` (curl's `-d @.env`, `-F f=@.env`, response
+// files).
+func pathCandidates(arg string) []string {
+	out := []string{arg}
+	if len(arg) > 2 && arg[0] == '-' && arg[1] != '-' {
+		out = append(out, arg[2:])
+	}
+	for i := 0; i < len(arg); i++ {
+		if arg[i] == '=' {
+			out = append(out, arg[i+1:])
+		}
+	}
+	for _, c := range slices.Clone(out) {
+		if rest, ok := strings.CutPrefix(c, "@"); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
 }
 
 func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {

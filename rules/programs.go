@@ -78,14 +78,26 @@ type optionSet struct {
 	short string
 }
 
-// has reports whether one argument is an option of the set.
+// has reports whether one argument is an option of the set, or a long one
+// of the set cut short (abbreviates).
 func (s optionSet) has(arg string) bool {
 	for _, long := range s.long {
-		if strings.HasPrefix(arg, long) {
+		if strings.HasPrefix(arg, long) || abbreviates(arg, long) {
 			return true
 		}
 	}
 	return s.short != "" && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.ContainsAny(arg[1:], s.short)
+}
+
+// abbreviates reports whether arg (up to an `=`) is the long option o cut
+// short: getopt_long (GNU tar, cp, sed, make, gawk, wget), git's
+// parse-options and npm's nopt take any unambiguous prefix of a long option
+// for it, so `tar --to-comm=sh` is `--to-command=sh` and `git fetch
+// --upl=./evil` is `--upload-pack=./evil`. Which prefixes are unambiguous
+// depends on the program and its version: every prefix counts.
+func abbreviates(arg, o string) bool {
+	name, _, _ := strings.Cut(arg, "=")
+	return len(name) > 2 && strings.HasPrefix(name, "--") && strings.HasPrefix(o, "--") && strings.HasPrefix(o, name)
 }
 
 // commandOptions are options that make a commonly allowed program run a
@@ -360,9 +372,9 @@ func destinations(argv []string) []string {
 		}
 		for _, o := range options {
 			switch {
-			case name == o && hasValue:
+			case (name == o || abbreviates(arg, o)) && hasValue:
 				out = append(out, value)
-			case arg == o && i+1 < len(args):
+			case (arg == o || abbreviates(arg, o)) && i+1 < len(args):
 				out = append(out, args[i+1])
 			case len(o) == 2 && o[1] != '-' && strings.HasPrefix(arg, o) && len(arg) > 2 && !strings.HasPrefix(arg, "--"):
 				out = append(out, arg[2:]) // -C/dir
@@ -404,10 +416,10 @@ func inCluster(arg, o string, bare bool) bool {
 	return len(arg) > 2 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[2:], o[1]) >= 0
 }
 
-// hasOption reports whether arg is option o, with a value or, for a short
-// option, in a cluster (`-ni` has -i).
+// hasOption reports whether arg is option o, with a value, cut short
+// (`--in-pl`) or, for a short option, in a cluster (`-ni` has -i).
 func hasOption(arg, o string) bool {
-	if strings.HasPrefix(arg, o) {
+	if strings.HasPrefix(arg, o) || abbreviates(arg, o) {
 		return true
 	}
 	return len(o) == 2 && o[1] != '-' && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[1:], o[1]) >= 0

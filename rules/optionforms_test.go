@@ -1,0 +1,88 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+)
+
+// optionFormRules allow whole programs, so that any spelling of an option the
+// programs table knows that slips past it shows as an allow.
+const optionFormRules = `
+[[rule]]
+decision = "allow"
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *"]
+`
+
+// TestOptionFormsAreNeverAllowed: the options that run code or write
+// elsewhere are caught however they are spelled: cut short as getopt_long,
+// git's parse-options and npm's nopt accept (`--to-comm`, `--upl`, `--scr`),
+// in a cluster or written against their short letter (`-bf x.awk`,
+// `-ff.awk`); and arguments the shell expands to a directory the broker
+// cannot know (`~root`, `~+`, `of=~me/...`), or that name a protected file
+// behind `name=` or `@` (dd's `if=`, curl's `-d @.env`), are never allowed.
+func TestOptionFormsAreNeverAllowed(t *testing.T) {
+	p := policyFrom(t, optionFormRules)
+	for _, cmd := range []string{
+		// git parse-options abbreviations of the options that run a command or write.
+		"git fetch --upl=./evil origin", "git fetch --upload-p ./evil origin", "git push --rece=./evil origin",
+		"git diff --outp=/home/u/.bashrc", "git log --out=x", "git push --exe=./evil",
+		// GNU tar, cp, sed, make: getopt_long abbreviations.
+		"tar xf p.tar --to-comm=sh", "tar xf p.tar --use-comp=./evil", "tar -xf p.tar --checkpoint-act=exec=sh",
+		"tar xf p.tar --dir=/home/u", "tar xf p.tar --direc ~", "tar xf p.tar --directory ~/.config",
+		"cp --target=/home/u/.config x", "cp --target-dir ~ x", "mv --target-d=.git/hooks x",
+		"sed --in-pl s/a/b/ .git/config", "sed --in-place=.bak s/a/b/ .git/config", "sed --expr='1e id' f", "sed --e='1e id' f", "sed --fi=evil.sed f",
+		"make --ev='x:;id'", "make --dir ~",
+		// npm's nopt.
+		"npm test --scr=./evil.sh", "npm test --script-sh ./evil.sh", "npm test --node-opt=--require=./e.js", "npm test --userc=./evil.npmrc", "npm test --pre ~",
+		// rsync.
+		"rsync --rs=sh x host:", "rsync --rsync-p=./evil x host:",
+		// cargo.
+		"cargo test --conf 'target.x.runner=\"./evil\"'",
+		// gawk's program files, source, and the options that write files.
+		"awk --fi evil.awk x", "awk --exe x.awk", "awk --file=x.awk", "awk -ff.awk", "awk -bf x.awk", "awk -E x.awk",
+		"awk --inc=x", "awk --lo=ext", "awk -W exec=x.awk", "awk -o.git/hooks/pre-commit 'BEGIN{}'", "awk --pro=.git/hooks/x 'BEGIN{}'",
+		"awk --so 'BEGIN{system(\"id\")}'", "awk -e 'BEGIN{system(\"id\")}'", "awk -ve=1 -e 'BEGIN{print 1 > \"x\"}'",
+		// Tilde prefixes the broker cannot expand.
+		"cat ~root/.ssh/id_rsa", "cat ~u/.ssh/id_rsa", "cp x ~u/.config/acp-broker/config.toml", "cat ~+/.env", "cat ~-/id_rsa",
+		"dd if=x of=~u/.config/acp-broker/config.toml", "cp x y=a:~u/.bashrc",
+		// A protected file behind name= or @.
+		"dd if=~/.ssh/id_rsa of=out", "dd if=.env of=out", "cat x=.env", "cat @.env",
+	} {
+		if v := decide(t, p, cmdCall(cmd)); v.Decision == Allow {
+			t.Errorf("%s: allowed (%s: %s)", cmd, v.Source, v.Reason)
+		}
+	}
+	for _, cmd := range []string{
+		"git diff --stat", "git log --oneline -5", "git fetch origin", "git push origin main", "tar xf p.tar -C build", "tar --extract --file=p.tar",
+		"cp a b", "cp --target-directory=build a", "sed -n 1p f", "sed -e s/a/b/ f", "npm test -- --watch", "npm test --silent",
+		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
+		"dd if=a of=b", "cargo test --release", "mv a b",
+	} {
+		if v := decide(t, p, cmdCall(cmd)); v.Decision != Allow {
+			t.Errorf("%s: %s (%s: %s), want allow", cmd, v.Decision, v.Source, v.Reason)
+		}
+	}
+}
+
+// TestRememberedPrefixRefusesOptionsCutShort: a remembered `git fetch *`,
+// `npm run test *` or `cargo test *` never covers an option that runs code
+// or writes, cut short.
+func TestRememberedPrefixRefusesOptionsCutShort(t *testing.T) {
+	for _, c := range []struct {
+		cmd   string
+		words int
+	}{
+		{"git fetch --upl=./evil origin", 2}, {"git push --rece=./evil", 2}, {"git show --outp=x", 2},
+		{"git commit --templ=x", 2}, {"cargo test --conf x", 2}, {"cargo build --manifest-p=/tmp/x/Cargo.toml", 2},
+		{"cargo build --target-d ~", 2}, {"npm run test --scr=./evil.sh", 3},
+	} {
+		if prefixCovers(strings.Fields(c.cmd), c.words) {
+			t.Errorf("a remembered prefix of %d words covers %q", c.words, c.cmd)
+		}
+	}
+	for _, c := range []string{"git fetch origin main", "git push --force-with-lease origin x", "cargo test --release"} {
+		if !prefixCovers(strings.Fields(c), 2) {
+			t.Errorf("a remembered prefix does not cover %q", c)
+		}
+	}
+}
