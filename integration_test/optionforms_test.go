@@ -4,6 +4,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -54,4 +56,48 @@ command = ["git diff *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make 
 		id++
 	}
 	d.finish()
+}
+
+// TestGitRepositoriesByAnyNameAreProtected: git takes any directory with a
+// HEAD file beside objects/ for a repository, and runs what its config
+// names (core.fsmonitor with core.worktree = .. runs at `git status` there)
+// or its hooks. Writes into such a directory in the project, and of a file
+// named HEAD (which makes one), are protected like .git: refused as
+// fs/write_text_file, asked as an edit even with an allow rule for every
+// path, asked as a command writing there with an allow rule for the
+// program, refused as such a terminal.
+func TestGitRepositoriesByAnyNameAreProtected(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{
+		rules: "[[rule]]\ndecision = \"allow\"\nkind = \"edit\"\npath = \"./**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"tee *\", \"mv *\", \"ln *\"]\n",
+		prepare: func(d *decider) {
+			for _, dir := range []string{"fixtures/bare/objects", "fixtures/bare/refs", "src"} {
+				if err := os.MkdirAll(filepath.Join(d.cwd, dir), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(d.cwd, "fixtures/bare/HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	targets := []string{"$CWD/fixtures/bare/config", "$CWD/fixtures/bare/hooks/post-checkout", "$CWD/src/evil/HEAD", "$CWD/fixtures/bare/../bare/config"}
+	for i, path := range targets {
+		d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"w%d","method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"%s","content":"[core]\n\tworktree = ..\n\tfsmonitor = touch /tmp/pwned\n"}}`, i, path))
+		id := fmt.Sprint(100 + i)
+		d.asked(permission(id, fmt.Sprintf(`{"toolCallId":"e%d","kind":"edit","title":"Edit","rawInput":{"file_path":"%s","new_string":"x"}}`, i, path), claudeOptions), answer(id, "reject"))
+		id = fmt.Sprint(200 + i)
+		d.asked(permission(id, execCall(fmt.Sprintf("c%d", i), "cp evil "+d.expand(path)), claudeOptions), answer(id, "reject"))
+		d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"term%d","method":"terminal/create","params":{"sessionId":"sess_1","command":"tee","args":["%s"],"cwd":"$CWD"}}`, i, path))
+	}
+	for i, cmd := range []string{"mv x fixtures/bare/config", "ln -sf /tmp/evil fixtures/bare/hooks/pre-commit", "cp -r x fixtures/bare"} {
+		id := fmt.Sprint(300 + i)
+		d.asked(permission(id, execCall(fmt.Sprintf("m%d", i), cmd), claudeOptions), answer(id, "reject"))
+	}
+	// Elsewhere in the project edits stay allowed.
+	d.decided(permission("400", `{"toolCallId":"ok","kind":"edit","title":"Edit","rawInput":{"file_path":"$CWD/src/config","new_string":"x"}}`, claudeOptions), "allow")
+	d.finish()
+	if data, err := os.ReadFile(filepath.Join(d.cwd, "fixtures/bare/config")); err == nil {
+		t.Fatalf("the repository's config was written: %q", data)
+	}
 }

@@ -416,6 +416,9 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
 			}
+			if dir, ok := gitDirectoryAt(path); ok {
+				return dest, "inside the git repository " + dir, true
+			}
 			if held, ok := p.protected.holdsProtected(path, sessionDirs); ok {
 				return dest, "a directory holding " + held, true
 			}
@@ -448,10 +451,15 @@ func pathCandidates(arg string) []string {
 }
 
 func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
-	if pat, ok := p.protected.protects(pa.Abs, pa.Write); ok {
-		return pat, true
+	for _, path := range []string{pa.Abs, pa.Resolved} {
+		if pat, ok := p.protected.protects(path, pa.Write); ok {
+			return pat, true
+		}
+		if dir, ok := gitDirectoryAt(path); ok && pa.Write {
+			return "inside the git repository " + dir, true
+		}
 	}
-	return p.protected.protects(pa.Resolved, pa.Write)
+	return "", false
 }
 
 // requestMatches checks the matchers that describe the whole request.

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -85,4 +88,34 @@ func TestRememberedPrefixRefusesOptionsCutShort(t *testing.T) {
 			t.Errorf("a remembered prefix does not cover %q", c)
 		}
 	}
+}
+
+// TestGitRepositoryByAnyNameIsWriteProtected: a directory git takes for a
+// repository (HEAD beside objects/) is protected like .git whatever its name,
+// and so is a file named HEAD, which makes one; reading stays allowed.
+func TestGitRepositoryByAnyNameIsWriteProtected(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "fixtures", "bare")
+	must(t, os.MkdirAll(filepath.Join(bare, "objects"), 0o755))
+	must(t, os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\npath = \"/**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"cat *\", \"echo *\"]\n")
+	ctx := Context{Cwd: dir, Home: testHome}
+	check := func(call string, want Decision) {
+		t.Helper()
+		if v := p.Decide(ReadToolCallJSON(json.RawMessage(call), ctx)); v.Decision != want {
+			t.Errorf("%s: %s (%s: %s), want %s", call, v.Decision, v.Source, v.Reason, want)
+		}
+	}
+	edit := func(path string) string {
+		b, _ := json.Marshal(map[string]any{"kind": "edit", "rawInput": map[string]string{"file_path": path, "new_string": "x"}})
+		return string(b)
+	}
+	check(edit(filepath.Join(bare, "config")), Ask)
+	check(edit(filepath.Join(bare, "hooks", "pre-commit")), Ask)
+	check(edit(filepath.Join(dir, "src", "HEAD")), Ask)
+	check(cmdCall("cp x fixtures/bare/config"), Ask)
+	check(cmdCall("echo x > fixtures/bare/config"), Ask)
+	check(cmdCall("cat fixtures/bare/config"), Allow)
+	check(edit(filepath.Join(dir, "src", "config")), Allow)
+	check(`{"kind":"read","locations":[{"path":"`+filepath.Join(bare, "config")+`"}]}`, Allow)
 }
