@@ -69,7 +69,7 @@ command = ["git diff *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make 
 func TestGitRepositoriesByAnyNameAreProtected(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{
-		rules: "[[rule]]\ndecision = \"allow\"\nkind = \"edit\"\npath = \"./**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"tee *\", \"mv *\", \"ln *\"]\n",
+		rules: "[[rule]]\ndecision = \"allow\"\nkind = \"edit\"\npath = \"./**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"tee *\", \"mv *\", \"ln *\", \"git status\"]\n",
 		prepare: func(d *decider) {
 			for _, dir := range []string{"fixtures/bare/objects", "fixtures/bare/refs", "src"} {
 				if err := os.MkdirAll(filepath.Join(d.cwd, dir), 0o755); err != nil {
@@ -94,6 +94,15 @@ func TestGitRepositoriesByAnyNameAreProtected(t *testing.T) {
 		id := fmt.Sprint(300 + i)
 		d.asked(permission(id, execCall(fmt.Sprintf("m%d", i), cmd), claudeOptions), answer(id, "reject"))
 	}
+	// git run inside it (Codex's cwd, a terminal's) is asked even with an
+	// allow rule for the command; in the project itself it is not.
+	codex := func(id, cwd string) string {
+		return permission(id, fmt.Sprintf(`{"toolCallId":"x%s","kind":"execute","title":"git status","rawInput":{"command":["git","status"],"cwd":"%s"}}`, id, cwd), codexOptions)
+	}
+	d.asked(codex("500", "$CWD/fixtures/bare"), answer("500", "denied"))
+	d.asked(codex("501", "$CWD/fixtures/bare/refs"), answer("501", "denied"))
+	d.decided(codex("502", "$CWD/src"), "approved")
+	d.refused(`{"jsonrpc":"2.0","id":"term-git","method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["status"],"cwd":"$CWD/fixtures/bare"}}`)
 	// Elsewhere in the project edits stay allowed.
 	d.decided(permission("400", `{"toolCallId":"ok","kind":"edit","title":"Edit","rawInput":{"file_path":"$CWD/src/config","new_string":"x"}}`, claudeOptions), "allow")
 	d.finish()
