@@ -393,6 +393,14 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if pat, ok := p.protected.protects(abs, writes); ok {
 				return arg, pat, true
 			}
+			// A program that may write (`sort -o bare/config`) must not name
+			// a file inside a git repository of another name; only words
+			// that look like paths are looked up.
+			if writes && strings.Contains(cand, "/") {
+				if dir, ok := gitDirectoryAt(abs); ok {
+					return arg, "inside the git repository " + dir, true
+				}
+			}
 			// Only an existing file can be read through a link; most
 			// arguments are words, not paths, and cost one lstat.
 			if _, err := os.Lstat(abs); err != nil {

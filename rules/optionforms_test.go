@@ -98,7 +98,7 @@ func TestGitRepositoryByAnyNameIsWriteProtected(t *testing.T) {
 	bare := filepath.Join(dir, "fixtures", "bare")
 	must(t, os.MkdirAll(filepath.Join(bare, "objects"), 0o755))
 	must(t, os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
-	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\npath = \"/**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"cat *\", \"echo *\"]\n")
+	p := policyFrom(t, "[[rule]]\ndecision = \"allow\"\npath = \"/**\"\n\n[[rule]]\ndecision = \"allow\"\ncommand = [\"cp *\", \"cat *\", \"echo *\", \"sort *\"]\n")
 	ctx := Context{Cwd: dir, Home: testHome}
 	check := func(call string, want Decision) {
 		t.Helper()
@@ -115,6 +115,8 @@ func TestGitRepositoryByAnyNameIsWriteProtected(t *testing.T) {
 	check(edit(filepath.Join(dir, "src", "HEAD")), Ask)
 	check(cmdCall("cp x fixtures/bare/config"), Ask)
 	check(cmdCall("echo x > fixtures/bare/config"), Ask)
+	check(cmdCall("sort -o fixtures/bare/config x"), Ask)
+	check(cmdCall("sort -o out x"), Allow)
 	check(cmdCall("cat fixtures/bare/config"), Allow)
 	check(edit(filepath.Join(dir, "src", "config")), Allow)
 	check(`{"kind":"read","locations":[{"path":"`+filepath.Join(bare, "config")+`"}]}`, Allow)
