@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -48,6 +48,9 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		// Tilde prefixes the broker cannot expand.
 		"cat ~root/.ssh/id_rsa", "cat ~u/.ssh/id_rsa", "cp x ~u/.config/acp-broker/config.toml", "cat ~+/.env", "cat ~-/id_rsa",
 		"dd if=x of=~u/.config/acp-broker/config.toml", "cp x y=a:~u/.bashrc",
+		// Readers that run a program or write a file.
+		"rg --pre ./evil.sh foo", "rg --pre=./evil.sh foo", "rg --hostname-bin=./evil foo", "ag --pager=./evil foo", "bat --pager ./evil x",
+		"sort --compress-program=./evil x", "sort --compress-p=./evil x", "xxd -r dump .git/hooks/pre-commit", "tree -o .git/hooks/pre-commit",
 		// A protected file behind name= or @.
 		"dd if=~/.ssh/id_rsa of=out", "dd if=.env of=out", "cat x=.env", "cat @.env",
 	} {
@@ -59,7 +62,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"git diff --stat", "git log --oneline -5", "git fetch origin", "git push origin main", "tar xf p.tar -C build", "tar --extract --file=p.tar",
 		"cp a b", "cp --target-directory=build a", "sed -n 1p f", "sed -e s/a/b/ f", "npm test -- --watch", "npm test --silent",
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
-		"dd if=a of=b", "cargo test --release", "mv a b",
+		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
 	} {
 		if v := decide(t, p, cmdCall(cmd)); v.Decision != Allow {
 			t.Errorf("%s: %s (%s: %s), want allow", cmd, v.Decision, v.Source, v.Reason)

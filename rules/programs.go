@@ -120,6 +120,12 @@ var commandOptions = map[string]optionSet{
 	"yarn":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig"}},
 	"cargo": {long: []string{"--config"}},
 	"make":  {long: []string{"--eval"}},
+	// Readers that run a program of their choosing on what they read or
+	// show: ripgrep's preprocessor, pagers, sort's compressor.
+	"rg":   {long: []string{"--pre", "--hostname-bin"}},
+	"ag":   {long: []string{"--pager"}},
+	"bat":  {long: []string{"--pager"}},
+	"sort": {long: []string{"--compress-program"}},
 }
 
 // gitRunningOptions are options of git subcommands that run a command of
@@ -294,8 +300,9 @@ var writers = map[string]writer{
 	"cargo": {options: []string{"-C", "--target-dir", "--artifact-dir", "--out-dir", "--root"}},
 	"go":    {options: []string{"-C", "-o"}},
 	"dd":    {options: []string{"of"}},
-	"curl":  {options: []string{"-o", "--output", "--output-dir"}},
-	"wget":  {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
+	"xxd":   {operands: "last"}, "tree": {options: []string{"-o"}}, "sort": {options: []string{"-o", "--output"}},
+	"curl": {options: []string{"-o", "--output", "--output-dir"}},
+	"wget": {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
 }
 
 // dirOptions make any program act in another directory; their value is a
@@ -306,8 +313,8 @@ var dirOptions = []string{"-C", "--directory", "--chdir", "--cwd"}
 // argument naming a write-protected path (.git/config) is fine for them.
 var readers = []string{
 	"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
-	"file", "stat", "tree", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
-	"realpath", "basename", "dirname", "od", "xxd", "hexdump", "strings", "nl",
+	"file", "stat", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
+	"realpath", "basename", "dirname", "od", "hexdump", "strings", "nl",
 	"echo", "printf", "which", "type", "test", "[", "pwd", "jq",
 }
 
