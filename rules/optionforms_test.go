@@ -39,8 +39,6 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"npm test --scr=./evil.sh", "npm test --script-sh ./evil.sh", "npm test --node-opt=--require=./e.js", "npm test --userc=./evil.npmrc", "npm test --pre ~",
 		// rsync.
 		"rsync --rs=sh x host:", "rsync --rsync-p=./evil x host:",
-		// cargo.
-		"cargo test --conf 'target.x.runner=\"./evil\"'",
 		// gawk's program files, source, and the options that write files.
 		"awk --fi evil.awk x", "awk --exe x.awk", "awk --file=x.awk", "awk -ff.awk", "awk -bf x.awk", "awk -E x.awk",
 		"awk --inc=x", "awk --lo=ext", "awk -W exec=x.awk", "awk -o.git/hooks/pre-commit 'BEGIN{}'", "awk --pro=.git/hooks/x 'BEGIN{}'",
@@ -71,22 +69,24 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 }
 
 // TestRememberedPrefixRefusesOptionsCutShort: a remembered `git fetch *`,
-// `npm run test *` or `cargo test *` never covers an option that runs code
-// or writes, cut short.
+// `npm run test *` or `bun test *` never covers an option that runs code
+// or writes, cut short or by another name (bun test --require).
 func TestRememberedPrefixRefusesOptionsCutShort(t *testing.T) {
 	for _, c := range []struct {
 		cmd   string
 		words int
 	}{
 		{"git fetch --upl=./evil origin", 2}, {"git push --rece=./evil", 2}, {"git show --outp=x", 2},
-		{"git commit --templ=x", 2}, {"cargo test --conf x", 2}, {"cargo build --manifest-p=/tmp/x/Cargo.toml", 2},
-		{"cargo build --target-d ~", 2}, {"npm run test --scr=./evil.sh", 3},
+		{"git commit --templ=x", 2}, {"npm run test --scr=./evil.sh", 3},
+		{"bun test --require ./evil.ts", 2}, {"bun test --import=./evil.ts", 2},
 	} {
 		if prefixCovers(strings.Fields(c.cmd), c.words) {
 			t.Errorf("a remembered prefix of %d words covers %q", c.words, c.cmd)
 		}
 	}
-	for _, c := range []string{"git fetch origin main", "git push --force-with-lease origin x", "cargo test --release"} {
+	// clap and Go's flag package take no abbreviations: a prefix is another
+	// option.
+	for _, c := range []string{"git fetch origin main", "git push --force-with-lease origin x", "cargo test --release", "cargo build --target x86_64-unknown-linux-gnu", "go test -v ./..."} {
 		if !prefixCovers(strings.Fields(c), 2) {
 			t.Errorf("a remembered prefix does not cover %q", c)
 		}

@@ -76,13 +76,17 @@ var interpreters = map[string]interpreter{
 type optionSet struct {
 	long  []string
 	short string
+	// whole: the program takes long options only whole (Go's flag
+	// package, cargo's clap), so a prefix is another option (`cargo build
+	// --target x` is not --target-dir).
+	whole bool
 }
 
 // has reports whether one argument is an option of the set, or a long one
 // of the set cut short (abbreviates).
 func (s optionSet) has(arg string) bool {
 	for _, long := range s.long {
-		if strings.HasPrefix(arg, long) || abbreviates(arg, long) {
+		if strings.HasPrefix(arg, long) || (!s.whole && abbreviates(arg, long)) {
 			return true
 		}
 	}
@@ -112,13 +116,13 @@ var commandOptions = map[string]optionSet{
 	"ssh":   {short: "F"},
 	"zip":   {long: []string{"--unzip-command", "-TT"}},
 	// go runs the test binary, the toolchain or the vet tool through them.
-	"go": {long: []string{"-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"}},
+	"go": {long: []string{"-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"}, whole: true},
 	// npm-like tools run scripts through --script-shell and load config
 	// (which can set it) from --userconfig.
 	"npm":   {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig", "--call", "--shell"}},
 	"pnpm":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig", "--shell-emulator"}},
 	"yarn":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig"}},
-	"cargo": {long: []string{"--config"}},
+	"cargo": {long: []string{"--config"}, whole: true},
 	"make":  {long: []string{"--eval"}},
 	// Readers that run a program of their choosing on what they read or
 	// show: ripgrep's preprocessor, pagers, sort's compressor.
@@ -161,12 +165,12 @@ var npmSafeOptions = []string{"--silent", "-s", "--quiet", "-q", "--if-present",
 
 // goUnsafe are go's build and test flags that run a program of their
 // choosing, replace source files, or write files where they say.
-var goUnsafe = optionSet{long: []string{"-exec", "-toolexec", "-vettool", "-overlay", "-o", "-C", "-ldflags", "-gcflags", "-asmflags", "-gccgoflags", "-compiler", "-modfile", "-pkgdir", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace", "-outputdir", "-test.coverprofile", "-test.cpuprofile", "-test.memprofile", "-test.blockprofile", "-test.mutexprofile", "-test.trace", "-test.outputdir", "-test.testlogfile", "-test.gocoverdir", "-fuzzcachedir", "-test.fuzzcachedir"}}
+var goUnsafe = optionSet{long: []string{"-exec", "-toolexec", "-vettool", "-overlay", "-o", "-C", "-ldflags", "-gcflags", "-asmflags", "-gccgoflags", "-compiler", "-modfile", "-pkgdir", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace", "-outputdir", "-test.coverprofile", "-test.cpuprofile", "-test.memprofile", "-test.blockprofile", "-test.mutexprofile", "-test.trace", "-test.outputdir", "-test.testlogfile", "-test.gocoverdir", "-fuzzcachedir", "-test.fuzzcachedir"}, whole: true}
 
 // cargoUnsafe are cargo's options that load configuration (which can name
 // runners and linkers), build another package, or write elsewhere; and the
 // test harness's --logfile.
-var cargoUnsafe = optionSet{long: []string{"--config", "-Z", "--manifest-path", "--target-dir", "--artifact-dir", "--out-dir", "-C", "--lockfile-path", "--logfile", "--path", "--root"}}
+var cargoUnsafe = optionSet{long: []string{"--config", "-Z", "--manifest-path", "--target-dir", "--artifact-dir", "--out-dir", "-C", "--lockfile-path", "--logfile", "--path", "--root"}, whole: true}
 
 var gitUnsafe = optionSet{long: gitRunningOptions}
 
@@ -199,7 +203,7 @@ var subcommandPrograms = map[string]map[string]subcommand{
 	"npm":  npmLike("npm"),
 	"pnpm": npmLike("pnpm"),
 	"yarn": npmLike("yarn"),
-	"bun":  {"run": {runner: true, ownOptions: true}, "test": {unsafe: optionSet{long: []string{"--preload", "-r", "--config", "-c", "--coverage-dir"}}}},
+	"bun":  {"run": {runner: true, ownOptions: true}, "test": {unsafe: optionSet{long: []string{"--preload", "-r", "--require", "--import", "--config", "-c", "--coverage-dir"}}}},
 	"go": {
 		"test": {unsafe: goUnsafe}, "build": {unsafe: goUnsafe}, "vet": {unsafe: goUnsafe},
 		"list": {unsafe: goUnsafe}, "doc": {unsafe: goUnsafe}, "version": {unsafe: goUnsafe},
