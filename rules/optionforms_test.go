@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -29,6 +29,11 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		// git parse-options abbreviations of the options that run a command or write.
 		"git fetch --upl=./evil origin", "git fetch --upload-p ./evil origin", "git push --rece=./evil origin",
 		"git diff --outp=/home/u/.bashrc", "git log --out=x", "git push --exe=./evil",
+		// Configuration and commands given to one subcommand, in a cluster too.
+		"git clone -c core.fsmonitor=./evil https://example.com/r", "git clone -qc core.fsmonitor=./evil https://example.com/r", "git clone --conf=core.fsmonitor=./evil u",
+		"git grep -nO foo", "git send-email --sendmail-cmd=./evil a.patch", "git send-email --smtp-server=./evil a.patch",
+		// A global option that takes a value is not the subcommand.
+		"git --attr-source HEAD -c core.pager=./evil log",
 		// GNU tar, cp, sed, make: getopt_long abbreviations.
 		"tar xf p.tar --to-comm=sh", "tar xf p.tar --use-comp=./evil", "tar -xf p.tar --checkpoint-act=exec=sh",
 		"tar xf p.tar --dir=/home/u", "tar xf p.tar --direc ~", "tar xf p.tar --directory ~/.config",
@@ -61,6 +66,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"cp a b", "cp --target-directory=build a", "sed -n 1p f", "sed -e s/a/b/ f", "npm test -- --watch", "npm test --silent",
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
 		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
+		"git clone -b main https://example.com/r", "git grep -n foo",
 	} {
 		if v := decide(t, p, cmdCall(cmd)); v.Decision != Allow {
 			t.Errorf("%s: %s (%s: %s), want allow", cmd, v.Decision, v.Source, v.Reason)

@@ -136,8 +136,10 @@ var commandOptions = map[string]optionSet{
 // their choosing or write a file elsewhere; gitSubcommandRunners are
 // short options of one subcommand that run a command.
 var (
-	gitRunningOptions    = []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--output", "--template", "--config"}
-	gitSubcommandRunners = map[string]string{"grep": "-O", "clone": "-u", "rebase": "-x", "difftool": "-x"}
+	gitRunningOptions = []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--output", "--template", "--config",
+		"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
+	// Letters, also inside a cluster (`git clone -qc core.fsmonitor=x`).
+	gitSubcommandRunners = map[string]string{"grep": "O", "clone": "uc", "rebase": "x", "difftool": "x", "submodule": "c"}
 )
 
 // findWriters are find actions that write or delete files: find's starting

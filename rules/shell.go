@@ -1985,7 +1985,7 @@ func gitReasons(args []string) []string {
 			return []string{"git -c sets configuration that can run commands"}
 		case strings.HasPrefix(arg, "--exec-path="):
 			return []string{"git --exec-path"}
-		case arg == "-C" || arg == "--git-dir" || arg == "--work-tree" || arg == "--namespace":
+		case arg == "-C" || arg == "--git-dir" || arg == "--work-tree" || arg == "--namespace" || arg == "--super-prefix" || arg == "--attr-source":
 			i++
 		case strings.HasPrefix(arg, "-"):
 		default:
@@ -2005,8 +2005,10 @@ func gitSubcommandReasons(subcommand string, args []string) []string {
 				return []string{"git " + subcommand + " " + long + " runs a command or writes a file"}
 			}
 		}
-		if short, ok := gitSubcommandRunners[subcommand]; ok && strings.HasPrefix(arg, short) {
-			return []string{"git " + subcommand + " " + short + " runs a command"}
+		if letters, ok := gitSubcommandRunners[subcommand]; ok && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' {
+			if at := strings.IndexAny(arg[1:], letters); at >= 0 {
+				return []string{"git " + subcommand + " -" + arg[1+at:2+at] + " runs a command or sets configuration"}
+			}
 		}
 		if i == 0 && ((subcommand == "submodule" && arg == "foreach") || (subcommand == "bisect" && arg == "run")) {
 			return []string{"git " + subcommand + " " + arg + " runs a command"}
