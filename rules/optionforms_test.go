@@ -35,7 +35,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		// A global option that takes a value is not the subcommand.
 		"git --attr-source HEAD -c core.pager=./evil log",
 		// GNU tar, cp, sed, make: getopt_long abbreviations.
-		"tar xf p.tar --to-comm=sh", "tar xf p.tar --use-comp=./evil", "tar -xf p.tar --checkpoint-act=exec=sh",
+		"tar xIf ./evil p.tar", "tar xfI p.tar ./evil", "tar xFf ./evil p.tar", "tar xf p.tar --to-comm=sh", "tar xf p.tar --use-comp=./evil", "tar -xf p.tar --checkpoint-act=exec=sh",
 		"tar xf p.tar --dir=/home/u", "tar xf p.tar --direc ~", "tar xf p.tar --directory ~/.config",
 		"cp --target=/home/u/.config x", "cp --target-dir ~ x", "mv --target-d=.git/hooks x",
 		"sed --in-pl s/a/b/ .git/config", "sed --in-place=.bak s/a/b/ .git/config", "sed --expr='1e id' f", "sed --e='1e id' f", "sed --fi=evil.sed f",
@@ -67,6 +67,8 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
 		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
 		"git clone -b main https://example.com/r", "git grep -n foo",
+		// An exact option is itself, not a prefix of a longer one.
+		"tar xf p.tar --checkpoint=100", "npm test --global",
 	} {
 		if v := decide(t, p, cmdCall(cmd)); v.Decision != Allow {
 			t.Errorf("%s: %s (%s: %s), want allow", cmd, v.Decision, v.Source, v.Reason)

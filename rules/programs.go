@@ -101,8 +101,17 @@ func (s optionSet) has(arg string) bool {
 // depends on the program and its version: every prefix counts.
 func abbreviates(arg, o string) bool {
 	name, _, _ := strings.Cut(arg, "=")
+	if name != o && slices.Contains(wholeOptions, name) {
+		return false
+	}
 	return len(name) > 2 && strings.HasPrefix(name, "--") && strings.HasPrefix(o, "--") && strings.HasPrefix(o, name)
 }
+
+// wholeOptions are options of their own that a longer option of the tables
+// starts with; a parser takes an exact name for itself, not as a prefix
+// (`npm install --global` is not --globalconfig, `tar --checkpoint=10` is
+// not --checkpoint-action).
+var wholeOptions = []string{"--global", "--checkpoint"}
 
 // commandOptions are options that make a commonly allowed program run a
 // command line of their choosing, or write a file no redirection shows: an

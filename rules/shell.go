@@ -1954,6 +1954,11 @@ func commandOptionReasons(program string, args []string) []string {
 			name, _, _ := strings.Cut(arg, "=")
 			return []string{program + " " + name + " runs a command"}
 		}
+		// tar's old style: a first argument without the dash is a cluster
+		// of options (`tar xIf ./evil p.tar`).
+		if program == "tar" && i == 0 && !strings.HasPrefix(arg, "-") && strings.ContainsAny(arg, spec.short) {
+			return []string{"tar " + arg + " runs a command"}
+		}
 		// ssh's ProxyCommand and LocalCommand run locally, whatever the host runs.
 		if (program == "ssh" || program == "scp" || program == "sftp") && strings.HasPrefix(arg, "-o") {
 			option := strings.TrimPrefix(arg, "-o")
