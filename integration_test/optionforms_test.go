@@ -106,7 +106,28 @@ func TestGitRepositoriesByAnyNameAreProtected(t *testing.T) {
 	// Elsewhere in the project edits stay allowed.
 	d.decided(permission("400", `{"toolCallId":"ok","kind":"edit","title":"Edit","rawInput":{"file_path":"$CWD/src/config","new_string":"x"}}`, claudeOptions), "allow")
 	d.finish()
-	if data, err := os.ReadFile(filepath.Join(d.cwd, "fixtures/bare/config")); err == nil {
-		t.Fatalf("the repository's config was written: %q", data)
+}
+
+// TestLinksToProtectedDirectoriesAreAsked: a symbolic link made to a
+// directory that holds protected paths (~, /, ~/.config, the session's
+// parent) opens them to a later command through a path no check can see:
+// `ln -s ~ h && cat h/.ssh/id_rsa` reads the key, `ln -s ~ h && cp x
+// h/.config/acp-broker/config.toml` rewrites the broker's config. With
+// allow rules for ln, cat and cp these reach the editor; as a terminal, the
+// link is refused, never forwarded.
+func TestLinksToProtectedDirectoriesAreAsked(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: "[[rule]]\ndecision = \"allow\"\ncommand = [\"ln *\", \"cat *\", \"cp *\"]\n"})
+	id := 1
+	for _, cmd := range []string{
+		"ln -s ~ h && cat h/.ssh/id_ed25519", "ln -s $HOME src/h && cp x src/h/.config/acp-broker/config.toml", "ln -s / r",
+		"ln -s ../.. src/up", "ln -sT ~ h", "ln -st src ~", "ln -s $HOME/.config cfg", "cp -rs ~ h",
+	} {
+		cmd = strings.ReplaceAll(cmd, "$HOME", homeDir)
+		d.asked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
+		id++
 	}
+	d.decided(permission(fmt.Sprint(id), execCall("ok", "ln -s README.md doc.md"), claudeOptions), "allow")
+	d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"term","method":"terminal/create","params":{"sessionId":"sess_1","command":"ln","args":["-s","%s","h"],"cwd":"$CWD"}}`, homeDir))
+	d.finish()
 }

@@ -415,8 +415,27 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 		return "", "", false
 	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
+	// What a program writes, relative to the request's directory (and the
+	// session's); and what a symbolic link it makes points at, relative to
+	// the link's directory too: `ln -s ~ h` makes h/.ssh/id_rsa a path no
+	// check sees before the link exists.
+	type written struct{ arg, base string }
+	var checks []written
 	for _, dest := range destinations(argv) {
-		abs, ok := absPath(dest, req.ctx.Cwd, p.home)
+		checks = append(checks, written{dest, req.Dir}, written{dest, req.ctx.Cwd})
+	}
+	targets, linkDirs := linkTargets(argv)
+	for _, target := range targets {
+		checks = append(checks, written{target, req.Dir})
+		for _, dir := range linkDirs {
+			if abs, ok := absPath(dir, req.Dir, p.home); ok {
+				checks = append(checks, written{target, abs})
+			}
+		}
+	}
+	for _, c := range checks {
+		dest := c.arg
+		abs, ok := absPath(dest, c.base, p.home)
 		if !ok {
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -54,6 +54,12 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		// Readers that run a program or write a file.
 		"rg --pre ./evil.sh foo", "rg --pre=./evil.sh foo", "rg --hostname-bin=./evil foo", "ag --pager=./evil foo", "bat --pager ./evil x",
 		"sort --compress-program=./evil x", "sort --compress-p=./evil x", "xxd -r dump .git/hooks/pre-commit", "tree -o .git/hooks/pre-commit",
+		// A symbolic link to a directory holding protected paths opens them
+		// to the next command, which no check can see through a link that
+		// does not exist yet.
+		"ln -s ~ h && cat h/.ssh/id_rsa", "ln -s ~ src/h && cp x src/h/.config/acp-broker/config.toml", "ln -s / r",
+		"ln -s ../.. src/up", "ln -sT ~ h", "ln -st src ~", "ln --target-directory=src ~", "ln -s /home/u/.config hc", "cp -rs ~ h",
+		"ln -s ~/.ssh/id_rsa key",
 		// A protected file behind name= or @.
 		"dd if=~/.ssh/id_rsa of=out", "dd if=.env of=out", "cat x=.env", "cat @.env",
 	} {
@@ -67,6 +73,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
 		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
 		"git clone -b main https://example.com/r", "git grep -n foo",
+		"ln -s README.md doc.md", "ln -s ../lib/x.so src/x.so", "ln -sf src/a.go b.go",
 		// An exact option is itself, not a prefix of a longer one.
 		"tar xf p.tar --checkpoint=100", "npm test --global",
 	} {

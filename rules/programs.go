@@ -425,6 +425,53 @@ func destinations(argv []string) []string {
 	return out
 }
 
+// linkTargets lists what the symbolic links a command makes point at, and
+// the directories the links are made in: ln's operands but the last (all
+// of them with -t), and cp -s's sources. A relative target is relative to
+// the link's directory.
+func linkTargets(argv []string) (targets, linkDirs []string) {
+	prog := programKey(argv[0])
+	args := argv[1:]
+	if prog != "ln" && !(prog == "cp" && slices.ContainsFunc(args, func(a string) bool {
+		return a == "--symbolic-link" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a, 's') > 0)
+	})) {
+		return nil, nil
+	}
+	var operands []string
+	targetDir := ""
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		name, value, hasValue := strings.Cut(arg, "=")
+		switch {
+		case arg == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case arg == "-t" || arg == "-S" || arg == "--suffix" || (abbreviates(arg, "--target-directory") && !hasValue):
+			if i+1 < len(args) {
+				if arg != "-S" && arg != "--suffix" {
+					targetDir = args[i+1]
+				}
+				i++
+			}
+		case abbreviates(name, "--target-directory") && hasValue:
+			targetDir = value
+		case strings.HasPrefix(arg, "-t") && !strings.HasPrefix(arg, "--"):
+			targetDir = arg[2:]
+		case strings.HasPrefix(arg, "-") && arg != "-":
+		default:
+			operands = append(operands, arg)
+		}
+	}
+	switch {
+	case targetDir != "":
+		return operands, []string{targetDir}
+	case len(operands) > 1:
+		last := operands[len(operands)-1]
+		return operands[:len(operands)-1], []string{last, filepath.Dir(last)}
+	}
+	return operands, []string{"."}
+}
+
 // inCluster reports whether arg is a cluster of short options that holds
 // the short option o other than at its start (`-xvC`); bare is tar's old
 // style, a first argument without the dash (`xvCf`).
