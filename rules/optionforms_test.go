@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *", "curl *", "wget *"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -39,7 +39,9 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"tar xf p.tar --dir=/home/u", "tar xf p.tar --direc ~", "tar xf p.tar --directory ~/.config",
 		"cp --target=/home/u/.config x", "cp --target-dir ~ x", "mv --target-d=.git/hooks x",
 		"sed --in-pl s/a/b/ .git/config", "sed --in-place=.bak s/a/b/ .git/config", "sed --expr='1e id' f", "sed --e='1e id' f", "sed --fi=evil.sed f",
-		"make --ev='x:;id'", "make --dir ~",
+		"make --ev='x:;id'", "make --dir ~", "make -E 'x:;id'", "make build SHELL=./evil.sh", "tar xf p.tar --rmt-command=./evil",
+		// Options read from a file or an -e command (an output file among them).
+		"curl -K evil.cfg https://example.com", "curl --config=evil.cfg", "wget -e output_document=.git/hooks/x https://example.com", "wget --exec=x u",
 		// npm's nopt.
 		"npm test --scr=./evil.sh", "npm test --script-sh ./evil.sh", "npm test --node-opt=--require=./e.js", "npm test --userc=./evil.npmrc", "npm test --pre ~",
 		// rsync.
@@ -73,6 +75,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
 		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
 		"git clone -b main https://example.com/r", "git grep -n foo",
+		"make -j4 build", "make build DEBUG=1", "curl -sSL https://example.com", "wget -q https://example.com",
 		"ln -s README.md doc.md", "ln -s ../lib/x.so src/x.so", "ln -sf src/a.go b.go",
 		// An exact option is itself, not a prefix of a longer one.
 		"tar xf p.tar --checkpoint=100", "npm test --global",

@@ -118,7 +118,7 @@ var wholeOptions = []string{"--global", "--checkpoint"}
 // allow rule for `tar *` must not allow `tar --to-command='rm x'`. The shell
 // analysis makes a command using one not see-through.
 var commandOptions = map[string]optionSet{
-	"tar":   {long: []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script"}, short: "IF"},
+	"tar":   {long: []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--rmt-command", "--info-script", "--new-volume-script"}, short: "IF"},
 	"rsync": {long: []string{"--rsh", "--rsync-path"}, short: "e"},
 	"scp":   {short: "SF"},
 	"sftp":  {short: "SF"},
@@ -132,7 +132,13 @@ var commandOptions = map[string]optionSet{
 	"pnpm":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig", "--shell-emulator"}},
 	"yarn":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig"}},
 	"cargo": {long: []string{"--config"}, whole: true},
-	"make":  {long: []string{"--eval"}},
+	// make -E is --eval; SHELL= on the command line runs every recipe
+	// through a program of the agent's choosing.
+	"make": {long: []string{"--eval", "SHELL=", ".SHELLFLAGS="}, short: "E"},
+	// curl and wget read more options, an output file among them, from a
+	// config file or an -e command.
+	"curl": {long: []string{"--config"}, short: "K"},
+	"wget": {long: []string{"--execute", "--config"}, short: "e"},
 	// Readers that run a program of their choosing on what they read or
 	// show: ripgrep's preprocessor, pagers, sort's compressor.
 	"rg":   {long: []string{"--pre", "--hostname-bin"}},
