@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *", "curl *", "wget *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *", "curl *", "wget *", "less *"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -56,6 +56,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		// Readers that run a program or write a file.
 		"rg --pre ./evil.sh foo", "rg --pre=./evil.sh foo", "rg --hostname-bin=./evil foo", "ag --pager=./evil foo", "bat --pager ./evil x",
 		"sort --compress-program=./evil x", "sort --compress-p=./evil x", "xxd -r dump .git/hooks/pre-commit", "tree -o .git/hooks/pre-commit",
+		"less -o .git/hooks/pre-commit x", "less --log-file=/home/u/.config/zed/settings.json x",
 		// A symbolic link to a directory holding protected paths opens them
 		// to the next command, which no check can see through a link that
 		// does not exist yet.
@@ -73,7 +74,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"git diff --stat", "git log --oneline -5", "git fetch origin", "git push origin main", "tar xf p.tar -C build", "tar --extract --file=p.tar",
 		"cp a b", "cp --target-directory=build a", "sed -n 1p f", "sed -e s/a/b/ f", "npm test -- --watch", "npm test --silent",
 		"awk '{print $1}' f", "awk -F: -v x=1 '{print $1}' f", "make build", "rsync -a src/ out/", "cat ~/notes", "cat README.md",
-		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src",
+		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src", "less README.md",
 		"git clone -b main https://example.com/r", "git grep -n foo",
 		"make -j4 build", "make build DEBUG=1", "curl -sSL https://example.com", "wget -q https://example.com",
 		"ln -s README.md doc.md", "ln -s ../lib/x.so src/x.so", "ln -sf src/a.go b.go",

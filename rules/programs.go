@@ -321,6 +321,7 @@ var writers = map[string]writer{
 	"cargo": {options: []string{"-C", "--target-dir", "--artifact-dir", "--out-dir", "--root"}},
 	"go":    {options: []string{"-C", "-o"}},
 	"dd":    {options: []string{"of"}},
+	"less":  {options: []string{"-o", "-O", "--log-file", "--LOG-FILE"}},
 	"xxd":   {operands: "last"}, "tree": {options: []string{"-o"}}, "sort": {options: []string{"-o", "--output"}},
 	"curl": {options: []string{"-o", "--output", "--output-dir"}},
 	"wget": {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
@@ -333,7 +334,7 @@ var dirOptions = []string{"-C", "--directory", "--chdir", "--cwd"}
 // readers are programs that only read the files their arguments name: an
 // argument naming a write-protected path (.git/config) is fine for them.
 var readers = []string{
-	"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
+	"cat", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
 	"file", "stat", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
 	"realpath", "basename", "dirname", "od", "hexdump", "strings", "nl",
 	"echo", "printf", "which", "type", "test", "[", "pwd", "jq",
