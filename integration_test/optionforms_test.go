@@ -131,3 +131,26 @@ func TestLinksToProtectedDirectoriesAreAsked(t *testing.T) {
 	d.refused(fmt.Sprintf(`{"jsonrpc":"2.0","id":"term","method":"terminal/create","params":{"sessionId":"sess_1","command":"ln","args":["-s","%s","h"],"cwd":"$CWD"}}`, homeDir))
 	d.finish()
 }
+
+// TestCdMovesTheCommandsAfterIt: `cd DIR && …` runs the rest in DIR, where
+// the relative paths the rules judged against the session's directory
+// name other files: `cd ~ && cat .ssh/id_ed25519` reads the key, `cd ~ &&
+// cp x .config/acp-broker/config.toml` rewrites the broker's config. With
+// allow rules for cd, cat and cp they reach the editor; `cd` to the
+// session's own directory first (as Claude Code writes it) is still
+// decided.
+func TestCdMovesTheCommandsAfterIt(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: "[[rule]]\ndecision = \"allow\"\ncommand = [\"cd *\", \"pushd *\", \"cat *\", \"cp *\", \"ls\"]\n"})
+	id := 1
+	for _, cmd := range []string{
+		"cd ~ && cat .ssh/id_ed25519", "cd ~ && cp x .config/acp-broker/config.toml", "cd $HOME/.config; cp x acp-broker/config.toml",
+		"cd && cat .ssh/id_ed25519", "cd .. && ls", "pushd ~ && cat .ssh/id_ed25519", "(cd ~ && cat .ssh/id_ed25519)",
+	} {
+		cmd = strings.ReplaceAll(cmd, "$HOME", homeDir)
+		d.asked(permission(fmt.Sprint(id), execCall(fmt.Sprintf("t%d", id), cmd), claudeOptions), answer(fmt.Sprint(id), "reject"))
+		id++
+	}
+	d.decided(permission(fmt.Sprint(id), execCall("own", "cd "+d.cwd+" && ls"), claudeOptions), "allow")
+	d.finish()
+}

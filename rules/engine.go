@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -221,6 +222,9 @@ func (p *Policy) Decide(req *Request) Verdict {
 	if req.Script != nil && len(req.Script.Opaque) > 0 {
 		p.capAtAsk(&v, "not see-through", "the command cannot be read: "+strings.Join(req.Script.Opaque, "; "))
 	}
+	if moved, ok := p.changesDirectory(req); ok {
+		p.capAtAsk(&v, "not see-through", moved+" moves the commands after it to a directory their paths are not judged in")
+	}
 	if len(req.NotUnderstood) > 0 {
 		p.capAtAsk(&v, "not understood", "the request cannot be read exactly: "+strings.Join(req.NotUnderstood, "; "))
 	}
@@ -242,6 +246,44 @@ func (p *Policy) Decide(req *Request) Verdict {
 		p.capAtAsk(&v, "conflict", "the request contradicts itself: "+strings.Join(req.Conflicts, "; "))
 	}
 	return v
+}
+
+// changesDirectory finds a cd, pushd or popd that other commands follow and
+// that does not stay in the request's directory: `cd ~ && cat .ssh/id_rsa`
+// reads ~/.ssh/id_rsa, which the paths judged against the request's
+// directory never show. Staying (`cd /the/project && make`, `cd .`) is fine.
+func (p *Policy) changesDirectory(req *Request) (string, bool) {
+	if req.Script == nil {
+		return "", false
+	}
+	cmds := req.Script.Commands
+	for i := range cmds {
+		argv := cmds[i].Normalized()
+		if len(argv) == 0 || i == len(cmds)-1 {
+			continue
+		}
+		switch programKey(argv[0]) {
+		case "cd", "pushd", "popd", "chdir":
+		default:
+			continue
+		}
+		var operands []string
+		for _, arg := range argv[1:] {
+			if !strings.HasPrefix(arg, "-") || arg == "-" {
+				operands = append(operands, arg)
+			}
+		}
+		stays := false
+		if len(operands) == 1 && programKey(argv[0]) != "popd" && (filepath.IsAbs(operands[0]) || operands[0] == "." || operands[0] == "./") {
+			if abs, ok := absPath(operands[0], req.Dir, p.home); ok {
+				stays = abs == filepath.Clean(req.Dir)
+			}
+		}
+		if !stays {
+			return strings.Join(cmds[i].Argv, " "), true
+		}
+	}
+	return "", false
 }
 
 // capAtAsk makes a request that is not denied an ask for this reason, so

@@ -13,7 +13,7 @@ import (
 const optionFormRules = `
 [[rule]]
 decision = "allow"
-command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *", "curl *", "wget *", "less *"]
+command = ["git diff *", "git log *", "git fetch *", "git push *", "tar *", "cp *", "sed *", "npm test *", "awk *", "make *", "rsync *", "cat *", "dd *", "mv *", "cargo test *", "rg *", "ag *", "bat *", "sort *", "xxd *", "tree *", "git clone *", "git grep *", "git send-email *", "git --attr-source *", "ln *", "curl *", "wget *", "less *", "cd *", "pushd *", "ls *", "ls"]
 `
 
 // TestOptionFormsAreNeverAllowed: the options that run code or write
@@ -63,6 +63,10 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"ln -s ~ h && cat h/.ssh/id_rsa", "ln -s ~ src/h && cp x src/h/.config/acp-broker/config.toml", "ln -s / r",
 		"ln -s ../.. src/up", "ln -sT ~ h", "ln -st src ~", "ln --target-directory=src ~", "ln -s /home/u/.config hc", "cp -rs ~ h",
 		"ln -s ~/.ssh/id_rsa key",
+		// cd moves the commands after it where their relative paths are not judged.
+		"cd ~ && cat .ssh/id_rsa", "cd ~ && cp x .config/acp-broker/config.toml", "cd /home/u/.config; cp x acp-broker/config.toml",
+		"cd .. && cat u/.ssh/id_rsa", "cd && cat .ssh/id_rsa", "cd - && ls", "pushd ~ && cat .ssh/id_rsa", "builtin cd ~ && ls",
+		"(cd ~ && tar xf /tmp/p.tar)", "cd src && ls",
 		// A protected file behind name= or @.
 		"dd if=~/.ssh/id_rsa of=out", "dd if=.env of=out", "cat x=.env", "cat @.env",
 	} {
@@ -77,6 +81,7 @@ func TestOptionFormsAreNeverAllowed(t *testing.T) {
 		"dd if=a of=b", "cargo test --release", "mv a b", "rg -n foo src", "sort -o out x", "xxd x", "tree src", "less README.md",
 		"git clone -b main https://example.com/r", "git grep -n foo",
 		"make -j4 build", "make build DEBUG=1", "curl -sSL https://example.com", "wget -q https://example.com",
+		"cd /work/repo && ls", "cd . && ls", "ls; cd ~",
 		"ln -s README.md doc.md", "ln -s ../lib/x.so src/x.so", "ln -sf src/a.go b.go",
 		// An exact option is itself, not a prefix of a longer one.
 		"tar xf p.tar --checkpoint=100", "npm test --global",
