@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -221,6 +222,9 @@ func (p *Policy) Decide(req *Request) Verdict {
 	if req.Script != nil && len(req.Script.Opaque) > 0 {
 		p.capAtAsk(&v, "not see-through", "the command cannot be read: "+strings.Join(req.Script.Opaque, "; "))
 	}
+	if moved, ok := p.changesDirectory(req); ok {
+		p.capAtAsk(&v, "not see-through", moved+" moves the commands after it to a directory their paths are not judged in")
+	}
 	if len(req.NotUnderstood) > 0 {
 		p.capAtAsk(&v, "not understood", "the request cannot be read exactly: "+strings.Join(req.NotUnderstood, "; "))
 	}
@@ -242,6 +246,44 @@ func (p *Policy) Decide(req *Request) Verdict {
 		p.capAtAsk(&v, "conflict", "the request contradicts itself: "+strings.Join(req.Conflicts, "; "))
 	}
 	return v
+}
+
+// changesDirectory finds a cd, pushd or popd that other commands follow and
+// that does not stay in the request's directory: `cd ~ && cat .ssh/id_rsa`
+// reads ~/.ssh/id_rsa, which the paths judged against the request's
+// directory never show. Staying (`cd /the/project && make`, `cd .`) is fine.
+func (p *Policy) changesDirectory(req *Request) (string, bool) {
+	if req.Script == nil {
+		return "", false
+	}
+	cmds := req.Script.Commands
+	for i := range cmds {
+		argv := cmds[i].Normalized()
+		if len(argv) == 0 || i == len(cmds)-1 {
+			continue
+		}
+		switch programKey(argv[0]) {
+		case "cd", "pushd", "popd", "chdir":
+		default:
+			continue
+		}
+		var operands []string
+		for _, arg := range argv[1:] {
+			if !strings.HasPrefix(arg, "-") || arg == "-" {
+				operands = append(operands, arg)
+			}
+		}
+		stays := false
+		if len(operands) == 1 && programKey(argv[0]) != "popd" && (filepath.IsAbs(operands[0]) || operands[0] == "." || operands[0] == "./") {
+			if abs, ok := absPath(operands[0], req.Dir, p.home); ok {
+				stays = abs == filepath.Clean(req.Dir)
+			}
+		}
+		if !stays {
+			return strings.Join(cmds[i].Argv, " "), true
+		}
+	}
+	return "", false
 }
 
 // capAtAsk makes a request that is not denied an ask for this reason, so
@@ -385,17 +427,21 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	}
 	writes := !readsOnly(argv)
 	for _, arg := range c.Argv[1:] {
-		candidates := []string{arg}
-		if _, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(arg, "-") {
-			candidates = append(candidates, value) // --file=~/.aws/credentials
-		}
-		for _, cand := range candidates {
+		for _, cand := range pathCandidates(arg) {
 			abs, ok := absPath(cand, req.Dir, p.home)
 			if !ok {
 				continue
 			}
 			if pat, ok := p.protected.protects(abs, writes); ok {
 				return arg, pat, true
+			}
+			// A program that may write (`sort -o bare/config`) must not name
+			// a file inside a git repository of another name; only words
+			// that look like paths are looked up.
+			if writes && strings.Contains(cand, "/") {
+				if dir, ok := gitDirectoryAt(abs); ok {
+					return arg, "inside the git repository " + dir, true
+				}
 			}
 			// Only an existing file can be read through a link; most
 			// arguments are words, not paths, and cost one lstat.
@@ -411,14 +457,36 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 		return "", "", false
 	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
+	// What a program writes, relative to the request's directory (and the
+	// session's); and what a symbolic link it makes points at, relative to
+	// the link's directory too: `ln -s ~ h` makes h/.ssh/id_rsa a path no
+	// check sees before the link exists.
+	type written struct{ arg, base string }
+	var checks []written
 	for _, dest := range destinations(argv) {
-		abs, ok := absPath(dest, req.ctx.Cwd, p.home)
+		checks = append(checks, written{dest, req.Dir}, written{dest, req.ctx.Cwd})
+	}
+	targets, linkDirs := linkTargets(argv)
+	for _, target := range targets {
+		checks = append(checks, written{target, req.Dir})
+		for _, dir := range linkDirs {
+			if abs, ok := absPath(dir, req.Dir, p.home); ok {
+				checks = append(checks, written{target, abs})
+			}
+		}
+	}
+	for _, c := range checks {
+		dest := c.arg
+		abs, ok := absPath(dest, c.base, p.home)
 		if !ok {
 			continue
 		}
 		for _, path := range []string{abs, resolvePath(abs)} {
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
+			}
+			if dir, ok := gitDirectoryAt(path); ok {
+				return dest, "inside the git repository " + dir, true
 			}
 			if held, ok := p.protected.holdsProtected(path, sessionDirs); ok {
 				return dest, "a directory holding " + held, true
@@ -428,11 +496,39 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	return "", "", false
 }
 
-func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
-	if pat, ok := p.protected.protects(pa.Abs, pa.Write); ok {
-		return pat, true
+// pathCandidates lists what one argument may name as a file: itself, what
+// follows an `=` (`--file=~/.aws/credentials`, dd's `if=~/.ssh/id_rsa`), the
+// value of a short option written against it (`-o.git/hooks/x`), and each
+// of these without a leading `@` (curl's `-d @.env`, `-F f=@.env`, response
+// files).
+func pathCandidates(arg string) []string {
+	out := []string{arg}
+	if len(arg) > 2 && arg[0] == '-' && arg[1] != '-' {
+		out = append(out, arg[2:])
 	}
-	return p.protected.protects(pa.Resolved, pa.Write)
+	for i := 0; i < len(arg); i++ {
+		if arg[i] == '=' {
+			out = append(out, arg[i+1:])
+		}
+	}
+	for _, c := range slices.Clone(out) {
+		if rest, ok := strings.CutPrefix(c, "@"); ok {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
+	for _, path := range []string{pa.Abs, pa.Resolved} {
+		if pat, ok := p.protected.protects(path, pa.Write); ok {
+			return pat, true
+		}
+		if dir, ok := gitDirectoryAt(path); ok && pa.Write {
+			return "inside the git repository " + dir, true
+		}
+	}
+	return "", false
 }
 
 // requestMatches checks the matchers that describe the whole request.

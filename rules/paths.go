@@ -240,7 +240,10 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 			}
 		}
 	}
-	writeOnly := append([]string{"**/.git", "**/.git/**"}, editorHomeConfigs...)
+	// A file named HEAD makes its directory a git repository (with objects/
+	// beside it), whose config can run programs (gitDirectoryAt).
+	writeOnly := append([]string{"**/.git", "**/.git/**", "**/HEAD"}, editorHomeConfigs...)
+	pp.markers = append(pp.markers, "head")
 	for _, exe := range brokerExecutable() {
 		writeOnly = append(writeOnly, escapeGlob(exe))
 		pp.markers = append(pp.markers, strings.ToLower(filepath.Base(exe)))
@@ -343,4 +346,27 @@ func (pp *protectedPaths) protects(path string, write bool) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// gitDirectoryAt finds a directory at or above path that git takes for a
+// repository (a HEAD file beside an objects directory, as git's
+// is_git_directory checks), whatever it is called. Its config and hooks run
+// programs at the next git command there: `evil/` with core.worktree and
+// core.fsmonitor in evil/config makes `git status` run in evil, or `git -C
+// evil status`, run a program. What a request writes (an edit, a
+// redirection, a command's destination) must not be inside one, as for .git.
+func gitDirectoryAt(path string) (string, bool) {
+	if !filepath.IsAbs(path) {
+		return "", false
+	}
+	for dir := filepath.Clean(path); ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(filepath.Join(dir, "HEAD")); err == nil {
+			if info, err := os.Stat(filepath.Join(dir, "objects")); err == nil && info.IsDir() {
+				return dir, true
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return "", false
+		}
+	}
 }

@@ -76,46 +76,85 @@ var interpreters = map[string]interpreter{
 type optionSet struct {
 	long  []string
 	short string
+	// whole: the program takes long options only whole (Go's flag
+	// package, cargo's clap), so a prefix is another option (`cargo build
+	// --target x` is not --target-dir).
+	whole bool
 }
 
-// has reports whether one argument is an option of the set.
+// has reports whether one argument is an option of the set, or a long one
+// of the set cut short (abbreviates).
 func (s optionSet) has(arg string) bool {
 	for _, long := range s.long {
-		if strings.HasPrefix(arg, long) {
+		if strings.HasPrefix(arg, long) || (!s.whole && abbreviates(arg, long)) {
 			return true
 		}
 	}
 	return s.short != "" && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.ContainsAny(arg[1:], s.short)
 }
 
+// abbreviates reports whether arg (up to an `=`) is the long option o cut
+// short: getopt_long (GNU tar, cp, sed, make, gawk, wget), git's
+// parse-options and npm's nopt take any unambiguous prefix of a long option
+// for it, so `tar --to-comm=sh` is `--to-command=sh` and `git fetch
+// --upl=./evil` is `--upload-pack=./evil`. Which prefixes are unambiguous
+// depends on the program and its version: every prefix counts.
+func abbreviates(arg, o string) bool {
+	name, _, _ := strings.Cut(arg, "=")
+	if name != o && slices.Contains(wholeOptions, name) {
+		return false
+	}
+	return len(name) > 2 && strings.HasPrefix(name, "--") && strings.HasPrefix(o, "--") && strings.HasPrefix(o, name)
+}
+
+// wholeOptions are options of their own that a longer option of the tables
+// starts with; a parser takes an exact name for itself, not as a prefix
+// (`npm install --global` is not --globalconfig, `tar --checkpoint=10` is
+// not --checkpoint-action).
+var wholeOptions = []string{"--global", "--checkpoint"}
+
 // commandOptions are options that make a commonly allowed program run a
 // command line of their choosing, or write a file no redirection shows: an
 // allow rule for `tar *` must not allow `tar --to-command='rm x'`. The shell
 // analysis makes a command using one not see-through.
 var commandOptions = map[string]optionSet{
-	"tar":   {long: []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--info-script", "--new-volume-script"}, short: "IF"},
+	"tar":   {long: []string{"--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--rmt-command", "--info-script", "--new-volume-script"}, short: "IF"},
 	"rsync": {long: []string{"--rsh", "--rsync-path"}, short: "e"},
 	"scp":   {short: "SF"},
 	"sftp":  {short: "SF"},
 	"ssh":   {short: "F"},
 	"zip":   {long: []string{"--unzip-command", "-TT"}},
 	// go runs the test binary, the toolchain or the vet tool through them.
-	"go": {long: []string{"-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"}},
+	"go": {long: []string{"-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"}, whole: true},
 	// npm-like tools run scripts through --script-shell and load config
 	// (which can set it) from --userconfig.
 	"npm":   {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig", "--call", "--shell"}},
 	"pnpm":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig", "--shell-emulator"}},
 	"yarn":  {long: []string{"--script-shell", "--node-options", "--userconfig", "--globalconfig"}},
-	"cargo": {long: []string{"--config"}},
-	"make":  {long: []string{"--eval"}},
+	"cargo": {long: []string{"--config"}, whole: true},
+	// make -E is --eval; SHELL= on the command line runs every recipe
+	// through a program of the agent's choosing.
+	"make": {long: []string{"--eval", "SHELL=", ".SHELLFLAGS="}, short: "E"},
+	// curl and wget read more options, an output file among them, from a
+	// config file or an -e command.
+	"curl": {long: []string{"--config"}, short: "K"},
+	"wget": {long: []string{"--execute", "--config"}, short: "e"},
+	// Readers that run a program of their choosing on what they read or
+	// show: ripgrep's preprocessor, pagers, sort's compressor.
+	"rg":   {long: []string{"--pre", "--hostname-bin"}},
+	"ag":   {long: []string{"--pager"}},
+	"bat":  {long: []string{"--pager"}},
+	"sort": {long: []string{"--compress-program"}},
 }
 
 // gitRunningOptions are options of git subcommands that run a command of
 // their choosing or write a file elsewhere; gitSubcommandRunners are
 // short options of one subcommand that run a command.
 var (
-	gitRunningOptions    = []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--output", "--template", "--config"}
-	gitSubcommandRunners = map[string]string{"grep": "-O", "clone": "-u", "rebase": "-x", "difftool": "-x"}
+	gitRunningOptions = []string{"--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--output", "--template", "--config",
+		"--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd"}
+	// Letters, also inside a cluster (`git clone -qc core.fsmonitor=x`).
+	gitSubcommandRunners = map[string]string{"grep": "O", "clone": "uc", "rebase": "x", "difftool": "x", "submodule": "c"}
 )
 
 // findWriters are find actions that write or delete files: find's starting
@@ -143,12 +182,12 @@ var npmSafeOptions = []string{"--silent", "-s", "--quiet", "-q", "--if-present",
 
 // goUnsafe are go's build and test flags that run a program of their
 // choosing, replace source files, or write files where they say.
-var goUnsafe = optionSet{long: []string{"-exec", "-toolexec", "-vettool", "-overlay", "-o", "-C", "-ldflags", "-gcflags", "-asmflags", "-gccgoflags", "-compiler", "-modfile", "-pkgdir", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace", "-outputdir", "-test.coverprofile", "-test.cpuprofile", "-test.memprofile", "-test.blockprofile", "-test.mutexprofile", "-test.trace", "-test.outputdir", "-test.testlogfile", "-test.gocoverdir", "-fuzzcachedir", "-test.fuzzcachedir"}}
+var goUnsafe = optionSet{long: []string{"-exec", "-toolexec", "-vettool", "-overlay", "-o", "-C", "-ldflags", "-gcflags", "-asmflags", "-gccgoflags", "-compiler", "-modfile", "-pkgdir", "-coverprofile", "-cpuprofile", "-memprofile", "-blockprofile", "-mutexprofile", "-trace", "-outputdir", "-test.coverprofile", "-test.cpuprofile", "-test.memprofile", "-test.blockprofile", "-test.mutexprofile", "-test.trace", "-test.outputdir", "-test.testlogfile", "-test.gocoverdir", "-fuzzcachedir", "-test.fuzzcachedir"}, whole: true}
 
 // cargoUnsafe are cargo's options that load configuration (which can name
 // runners and linkers), build another package, or write elsewhere; and the
 // test harness's --logfile.
-var cargoUnsafe = optionSet{long: []string{"--config", "-Z", "--manifest-path", "--target-dir", "--artifact-dir", "--out-dir", "-C", "--lockfile-path", "--logfile", "--path", "--root"}}
+var cargoUnsafe = optionSet{long: []string{"--config", "-Z", "--manifest-path", "--target-dir", "--artifact-dir", "--out-dir", "-C", "--lockfile-path", "--logfile", "--path", "--root"}, whole: true}
 
 var gitUnsafe = optionSet{long: gitRunningOptions}
 
@@ -181,7 +220,7 @@ var subcommandPrograms = map[string]map[string]subcommand{
 	"npm":  npmLike("npm"),
 	"pnpm": npmLike("pnpm"),
 	"yarn": npmLike("yarn"),
-	"bun":  {"run": {runner: true, ownOptions: true}, "test": {unsafe: optionSet{long: []string{"--preload", "-r", "--config", "-c", "--coverage-dir"}}}},
+	"bun":  {"run": {runner: true, ownOptions: true}, "test": {unsafe: optionSet{long: []string{"--preload", "-r", "--require", "--import", "--config", "-c", "--coverage-dir"}}}},
 	"go": {
 		"test": {unsafe: goUnsafe}, "build": {unsafe: goUnsafe}, "vet": {unsafe: goUnsafe},
 		"list": {unsafe: goUnsafe}, "doc": {unsafe: goUnsafe}, "version": {unsafe: goUnsafe},
@@ -282,8 +321,10 @@ var writers = map[string]writer{
 	"cargo": {options: []string{"-C", "--target-dir", "--artifact-dir", "--out-dir", "--root"}},
 	"go":    {options: []string{"-C", "-o"}},
 	"dd":    {options: []string{"of"}},
-	"curl":  {options: []string{"-o", "--output", "--output-dir"}},
-	"wget":  {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
+	"less":  {options: []string{"-o", "-O", "--log-file", "--LOG-FILE"}},
+	"xxd":   {operands: "last"}, "tree": {options: []string{"-o"}}, "sort": {options: []string{"-o", "--output"}},
+	"curl": {options: []string{"-o", "--output", "--output-dir"}},
+	"wget": {options: []string{"-O", "--output-document", "-P", "--directory-prefix"}},
 }
 
 // dirOptions make any program act in another directory; their value is a
@@ -293,9 +334,9 @@ var dirOptions = []string{"-C", "--directory", "--chdir", "--cwd"}
 // readers are programs that only read the files their arguments name: an
 // argument naming a write-protected path (.git/config) is fine for them.
 var readers = []string{
-	"cat", "less", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
-	"file", "stat", "tree", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
-	"realpath", "basename", "dirname", "od", "xxd", "hexdump", "strings", "nl",
+	"cat", "more", "head", "tail", "grep", "egrep", "fgrep", "rg", "ag", "ls", "wc", "diff", "cmp",
+	"file", "stat", "du", "bat", "md5sum", "sha1sum", "sha256sum", "sha512sum", "shasum", "readlink",
+	"realpath", "basename", "dirname", "od", "hexdump", "strings", "nl",
 	"echo", "printf", "which", "type", "test", "[", "pwd", "jq",
 }
 
@@ -360,9 +401,9 @@ func destinations(argv []string) []string {
 		}
 		for _, o := range options {
 			switch {
-			case name == o && hasValue:
+			case (name == o || abbreviates(arg, o)) && hasValue:
 				out = append(out, value)
-			case arg == o && i+1 < len(args):
+			case (arg == o || abbreviates(arg, o)) && i+1 < len(args):
 				out = append(out, args[i+1])
 			case len(o) == 2 && o[1] != '-' && strings.HasPrefix(arg, o) && len(arg) > 2 && !strings.HasPrefix(arg, "--"):
 				out = append(out, arg[2:]) // -C/dir
@@ -391,6 +432,53 @@ func destinations(argv []string) []string {
 	return out
 }
 
+// linkTargets lists what the symbolic links a command makes point at, and
+// the directories the links are made in: ln's operands but the last (all
+// of them with -t), and cp -s's sources. A relative target is relative to
+// the link's directory.
+func linkTargets(argv []string) (targets, linkDirs []string) {
+	prog := programKey(argv[0])
+	args := argv[1:]
+	if prog != "ln" && !(prog == "cp" && slices.ContainsFunc(args, func(a string) bool {
+		return a == "--symbolic-link" || (len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a, 's') > 0)
+	})) {
+		return nil, nil
+	}
+	var operands []string
+	targetDir := ""
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		name, value, hasValue := strings.Cut(arg, "=")
+		switch {
+		case arg == "--":
+			operands = append(operands, args[i+1:]...)
+			i = len(args)
+		case arg == "-t" || arg == "-S" || arg == "--suffix" || (abbreviates(arg, "--target-directory") && !hasValue):
+			if i+1 < len(args) {
+				if arg != "-S" && arg != "--suffix" {
+					targetDir = args[i+1]
+				}
+				i++
+			}
+		case abbreviates(name, "--target-directory") && hasValue:
+			targetDir = value
+		case strings.HasPrefix(arg, "-t") && !strings.HasPrefix(arg, "--"):
+			targetDir = arg[2:]
+		case strings.HasPrefix(arg, "-") && arg != "-":
+		default:
+			operands = append(operands, arg)
+		}
+	}
+	switch {
+	case targetDir != "":
+		return operands, []string{targetDir}
+	case len(operands) > 1:
+		last := operands[len(operands)-1]
+		return operands[:len(operands)-1], []string{last, filepath.Dir(last)}
+	}
+	return operands, []string{"."}
+}
+
 // inCluster reports whether arg is a cluster of short options that holds
 // the short option o other than at its start (`-xvC`); bare is tar's old
 // style, a first argument without the dash (`xvCf`).
@@ -404,10 +492,10 @@ func inCluster(arg, o string, bare bool) bool {
 	return len(arg) > 2 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[2:], o[1]) >= 0
 }
 
-// hasOption reports whether arg is option o, with a value or, for a short
-// option, in a cluster (`-ni` has -i).
+// hasOption reports whether arg is option o, with a value, cut short
+// (`--in-pl`) or, for a short option, in a cluster (`-ni` has -i).
 func hasOption(arg, o string) bool {
-	if strings.HasPrefix(arg, o) {
+	if strings.HasPrefix(arg, o) || abbreviates(arg, o) {
 		return true
 	}
 	return len(o) == 2 && o[1] != '-' && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' && strings.IndexByte(arg[1:], o[1]) >= 0

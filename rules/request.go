@@ -199,7 +199,10 @@ func (r *Request) addWorkDir() {
 	// agent may name either.
 	inside := func(dir string) bool { return under(dir, roots) || under(dir, resolvedRoots) }
 	resolved := resolvePath(r.Dir)
-	if inside(r.Dir) && inside(resolved) {
+	// A directory git takes for a repository (gitDirectoryAt) is a place of
+	// its own even inside the session's: its config runs programs.
+	_, inRepository := gitDirectoryAt(resolved)
+	if inside(r.Dir) && inside(resolved) && !inRepository {
 		return
 	}
 	for i, have := range r.Paths {

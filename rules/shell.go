@@ -389,6 +389,9 @@ func (r *commandReader) call(call *syntax.CallExpr, redir redirection) {
 		cmd.Argv = append(cmd.Argv, word.value)
 		literal[i] = word.literal
 		reasons = append(reasons, word.reasons...)
+		if unknownTilde(arg) {
+			reasons = appendUnique(reasons, "~user, ~+ or ~- expansion")
+		}
 		switch {
 		case i == 0 && word.globbed:
 			reasons = append(reasons, "glob in program name")
@@ -551,6 +554,36 @@ func isFileDescriptor(s string) bool {
 // directory the engine cannot know; ~ and ~/ are left for the engine to expand.
 func tildeNamesUser(s string) bool {
 	return strings.HasPrefix(s, "~") && len(s) > 1 && s[1] != '/'
+}
+
+// unknownTilde reports a word in which bash expands a tilde prefix other than ~ and ~/
+// (~user, ~+, ~-, ~2) to a directory the engine cannot know: at its start, or in a word
+// that looks like an assignment (`of=~root/x`, `p=a:~+/x`) after its = or a colon. A path
+// check would see a word the program never gets: `cat ~me/.ssh/id_rsa`.
+func unknownTilde(word *syntax.Word) bool {
+	if len(word.Parts) == 0 {
+		return false
+	}
+	lit, ok := word.Parts[0].(*syntax.Lit)
+	if !ok {
+		return false
+	}
+	s := lit.Value
+	starts := []int{0}
+	if eq := strings.IndexByte(s, '='); eq > 0 && validName(s[:eq]) {
+		starts = append(starts, eq+1)
+		for i := eq + 1; i < len(s); i++ {
+			if s[i] == ':' {
+				starts = append(starts, i+1)
+			}
+		}
+	}
+	for _, at := range starts {
+		if at+1 < len(s) && s[at] == '~' && s[at+1] != '/' && s[at+1] != ':' {
+			return true
+		}
+	}
+	return false
 }
 
 func isLiteralWord(word *syntax.Word) bool {
@@ -1795,29 +1828,68 @@ func watchCommand(args []string) []hiddenRun {
 }
 
 // awkReasons marks awk programs that can run commands or write files: system(), pipes,
-// getline from a command, output redirection, and extensions loaded from elsewhere.
+// getline from a command, output redirection, program files and extensions loaded from
+// elsewhere, and gawk's options that write a file (-o/-p/-d with a file name). Long
+// options count cut short too (`--fi` is gawk's --file), and short ones inside a cluster
+// (`-bf x.awk`).
 func awkReasons(program string, args []string) []string {
+	runsFile := []string{program + " runs a program file"}
 	var code []string
 	operandSeen := false
+	long := func(arg string, names ...string) bool {
+		return slices.ContainsFunc(names, func(n string) bool { return abbreviates(arg, n) })
+	}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
+		_, value, hasValue := strings.Cut(arg, "=")
 		switch {
-		case arg == "-f" || arg == "--file" || arg == "-i" || arg == "--include" || arg == "-l" || arg == "--load" || arg == "-E" || arg == "--exec":
-			return []string{program + " runs a program file"}
-		case arg == "-e" || arg == "--source":
-			if i+1 < len(args) {
-				code = append(code, args[i+1])
-			}
-			i++
-			operandSeen = true
-		case arg == "-F" || arg == "-v" || arg == "--assign" || arg == "--field-separator":
-			i++
 		case arg == "--":
 			if i+1 < len(args) && !operandSeen {
 				code = append(code, args[i+1])
 			}
 			i = len(args)
-		case strings.HasPrefix(arg, "-") && len(arg) > 1:
+		case long(arg, "--file", "--include", "--load", "--exec"):
+			return runsFile
+		case long(arg, "--source"):
+			if hasValue {
+				code = append(code, value)
+			} else if i+1 < len(args) {
+				i++
+				code = append(code, args[i])
+			}
+			operandSeen = true
+		case long(arg, "--dump-variables", "--pretty-print", "--profile", "--debug") && hasValue:
+			return []string{program + " " + arg + " writes or reads a file"}
+		case long(arg, "--assign", "--field-separator") && !hasValue:
+			i++
+		case strings.HasPrefix(arg, "--"):
+		case len(arg) > 1 && arg[0] == '-':
+		cluster:
+			for j := 1; j < len(arg); j++ {
+				rest := arg[j+1:]
+				switch c := arg[j]; {
+				case strings.IndexByte("filE", c) >= 0:
+					return runsFile
+				case c == 'W' || c == 'D':
+					// -W exec=file, -W source=code; -D reads debugger commands.
+					return []string{program + " -" + string(c)}
+				case strings.IndexByte("dop", c) >= 0 && rest != "":
+					return []string{program + " -" + string(c) + " writes a file"}
+				case c == 'e':
+					if rest == "" && i+1 < len(args) {
+						i++
+						rest = args[i]
+					}
+					code = append(code, rest)
+					operandSeen = true
+					break cluster
+				case strings.IndexByte("FvLZ", c) >= 0:
+					if rest == "" {
+						i++
+					}
+					break cluster
+				}
+			}
 		default:
 			if !operandSeen {
 				code = append(code, arg)
@@ -1882,6 +1954,11 @@ func commandOptionReasons(program string, args []string) []string {
 			name, _, _ := strings.Cut(arg, "=")
 			return []string{program + " " + name + " runs a command"}
 		}
+		// tar's old style: a first argument without the dash is a cluster
+		// of options (`tar xIf ./evil p.tar`).
+		if program == "tar" && i == 0 && !strings.HasPrefix(arg, "-") && strings.ContainsAny(arg, spec.short) {
+			return []string{"tar " + arg + " runs a command"}
+		}
 		// ssh's ProxyCommand and LocalCommand run locally, whatever the host runs.
 		if (program == "ssh" || program == "scp" || program == "sftp") && strings.HasPrefix(arg, "-o") {
 			option := strings.TrimPrefix(arg, "-o")
@@ -1913,7 +1990,7 @@ func gitReasons(args []string) []string {
 			return []string{"git -c sets configuration that can run commands"}
 		case strings.HasPrefix(arg, "--exec-path="):
 			return []string{"git --exec-path"}
-		case arg == "-C" || arg == "--git-dir" || arg == "--work-tree" || arg == "--namespace":
+		case arg == "-C" || arg == "--git-dir" || arg == "--work-tree" || arg == "--namespace" || arg == "--super-prefix" || arg == "--attr-source":
 			i++
 		case strings.HasPrefix(arg, "-"):
 		default:
@@ -1929,12 +2006,14 @@ func gitSubcommandReasons(subcommand string, args []string) []string {
 			break
 		}
 		for _, long := range gitRunningOptions {
-			if strings.HasPrefix(arg, long) {
+			if strings.HasPrefix(arg, long) || abbreviates(arg, long) {
 				return []string{"git " + subcommand + " " + long + " runs a command or writes a file"}
 			}
 		}
-		if short, ok := gitSubcommandRunners[subcommand]; ok && strings.HasPrefix(arg, short) {
-			return []string{"git " + subcommand + " " + short + " runs a command"}
+		if letters, ok := gitSubcommandRunners[subcommand]; ok && len(arg) > 1 && arg[0] == '-' && arg[1] != '-' {
+			if at := strings.IndexAny(arg[1:], letters); at >= 0 {
+				return []string{"git " + subcommand + " -" + arg[1+at:2+at] + " runs a command or sets configuration"}
+			}
 		}
 		if i == 0 && ((subcommand == "submodule" && arg == "foreach") || (subcommand == "bisect" && arg == "run")) {
 			return []string{"git " + subcommand + " " + arg + " runs a command"}
@@ -1963,7 +2042,7 @@ func sedReasons(program string, args []string) []string {
 			}
 		case long == "--sandbox":
 			sandboxed = true
-		case long == "--expression":
+		case abbreviates(arg, "--expression"):
 			fromOptions = true
 			if hasValue {
 				scripts = append(scripts, value)
@@ -1971,9 +2050,9 @@ func sedReasons(program string, args []string) []string {
 				i++
 				scripts = append(scripts, args[i])
 			}
-		case long == "--file":
+		case abbreviates(arg, "--file"):
 			return []string{program + " runs a script file"}
-		case long == "--line-length" && !hasValue:
+		case abbreviates(arg, "--line-length") && !hasValue:
 			i++
 		case strings.HasPrefix(arg, "--"):
 		case len(arg) > 1 && arg[0] == '-':
