@@ -346,10 +346,8 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		return
 	}
 	var input map[string]any
-	if len(params.Args) == 0 && strings.ContainsAny(params.Command, " \t\n;&|<>$`'\"") {
-		// A whole command line in "command": an editor may run it through a
-		// shell, so it is read as one.
-		input = map[string]any{"command": params.Command}
+	if line, ok := shellLine(params.Command, params.Args); ok {
+		input = map[string]any{"command": line}
 	} else {
 		input = map[string]any{"command": append([]string{params.Command}, params.Args...)}
 	}
@@ -371,6 +369,24 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		what, _ := commandApproval(req.Command, req.Dir)
 		return what
 	})
+}
+
+// shellLine says how a shell runs a terminal's command and args, when that
+// may differ from the argv they spell: editors run terminals through the
+// user's shell (Zed runs `sh -c "<command> '<arg>' …"`, the command
+// unquoted, each argument quoted), so a command that is not one plain word
+// (`\rm`, `"rm"`, `{rm,-rf,x}`, `/bin/r?`, ` rm`, `rm -rf`, `true;rm`) is
+// read as the line a shell would run. A plain program's arguments are
+// quoted by the editor, so they stay its argv; false then.
+func shellLine(command string, args []string) (string, bool) {
+	if words, ok := plainWords(command); ok && len(words) == 1 && words[0] == command {
+		return "", false
+	}
+	line := command
+	for _, a := range args {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return line, true
 }
 
 // refuseUnreadable refuses a write or terminal whose params the broker
