@@ -2,8 +2,10 @@ package permission
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -321,8 +323,10 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		e.refuseUnreadable(c, start, err)
 		return
 	}
-	if params.Path == "" {
-		c.Forward(nil) // the editor will refuse a malformed request itself
+	if !filepath.IsAbs(params.Path) {
+		// ACP wants an absolute path; an editor may resolve a relative one
+		// against another directory (a worktree, its own) than the broker.
+		e.refuseUnreadable(c, start, errors.New(`"path" is not an absolute path`))
 		return
 	}
 	input, _ := json.Marshal(map[string]string{"file_path": params.Path})
@@ -330,7 +334,7 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		if len(req.Paths) != 1 {
 			return ""
 		}
-		return writeApproval(req.Paths[0].Abs)
+		return writeApproval(linkedAs(req.Paths[0].Abs, req.Paths[0].Resolved))
 	})
 }
 
@@ -342,7 +346,12 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		return
 	}
 	if params.Command == "" {
-		c.Forward(nil)
+		// Zed would run the first argument as the program.
+		e.refuseUnreadable(c, start, errors.New(`"command" is empty`))
+		return
+	}
+	if params.Cwd != "" && !filepath.IsAbs(params.Cwd) {
+		e.refuseUnreadable(c, start, errors.New(`"cwd" is not an absolute path`))
 		return
 	}
 	var input map[string]any
@@ -366,7 +375,7 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 			req.AddEnvironment(vars)
 			return ""
 		}
-		what, _ := commandApproval(req.Command, req.Dir)
+		what, _ := commandApproval(req.Command, linkedAs(req.Dir, req.ResolvedDir()))
 		return what
 	})
 }
@@ -475,7 +484,9 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		forward()
 		return
 	}
-	if what != "" && c.Session.ID != "" {
+	// Only a request read exactly can be the same thing as the one the
+	// human answered.
+	if what != "" && c.Session.ID != "" && len(req.NotUnderstood) == 0 && len(req.Conflicts) == 0 {
 		if found, allowed := e.approved.take(c.Session.ID, what, nil); found {
 			if !allowed {
 				refuse("asked in ACP", "it was rejected when the agent asked for it with session/request_permission")

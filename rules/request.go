@@ -211,6 +211,15 @@ func (r *Request) addWorkDir() {
 	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: "rawInput.cwd", WorkDir: true})
 }
 
+// ResolvedDir is the request's directory with its symbolic links followed
+// as they are now.
+func (r *Request) ResolvedDir() string {
+	if !filepath.IsAbs(r.Dir) {
+		return r.Dir
+	}
+	return resolvePath(filepath.Clean(r.Dir))
+}
+
 // ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
 // duplicated top-level key is caught too.
 func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
