@@ -146,3 +146,25 @@ func TestDefendApprovalFollowsLinks(t *testing.T) {
 	}
 	d.finish()
 }
+
+// TestDefendApprovalAfterAnUpdateCoversNothing: a permission request asks
+// about one command; while it is with the editor the agent updates the tool
+// call to show a harmless one, and the human allows what they were shown.
+// The answer covers neither command as a later terminal: each is asked with
+// the broker's own prompt, and a reject keeps it from the editor. An update
+// that changes nothing that matters (the status) still leaves it covered.
+func TestDefendApprovalAfterAnUpdateCoversNothing(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: heldRules})
+	d.forwarded(permission(`1`, execCall("swapped", "make deploy"), claudeOptions))
+	d.AgentToEditor(toolCallUpdate("tool_call_update", `"toolCallId":"swapped","title":"make test","rawInput":{"command":"make test"}`))
+	d.EditorToAgent(answer(`1`, "allow"))
+	d.heldAsked(t, terminalReq(`2`, `"command":"make","args":["deploy"],"cwd":"$CWD"`), "make deploy", "reject_once", "")
+	d.heldAsked(t, terminalReq(`3`, `"command":"make","args":["test"],"cwd":"$CWD"`), "make test", "reject_once", "")
+
+	d.forwarded(permission(`4`, execCall("status-only", "make lint"), claudeOptions))
+	d.AgentToEditor(toolCallUpdate("tool_call_update", `"toolCallId":"status-only","status":"pending"`))
+	d.EditorToAgent(answer(`4`, "allow"))
+	d.forwardedAtOnce(terminalReq(`5`, `"command":"make","args":["lint"],"cwd":"$CWD"`), `{"jsonrpc":"2.0","id":5,"result":{"terminalId":"t5"}}`)
+	d.finish()
+}

@@ -190,6 +190,20 @@ func currentRequest(c *session.Call, ctx rules.Context) func() *rules.Request {
 	}
 }
 
+// unchangedSinceAsked reports whether the tool call a permission request
+// asks about is still the one decided on: an update while it was asked may
+// have shown the human something else (a harmless command in place of the
+// one the agent then runs), so the answer then covers nothing that follows.
+func (e *Engine) unchangedSinceAsked(c *session.Call, req *rules.Request) bool {
+	// Reading a tool call does not depend on the mode.
+	current := currentRequest(c, e.context(c.Session, ""))
+	if current == nil {
+		return true
+	}
+	now := current()
+	return now != nil && rules.SameRequest(req, now)
+}
+
 // alwaysCovers says what an "always" answer of this kind would remember of
 // a request, for the audit line and the prompts, before anything is stored.
 func alwaysCovers(req *rules.Request, kind string) string {
