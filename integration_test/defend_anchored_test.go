@@ -30,7 +30,9 @@ func (d *decider) refusedNaming(req, want string) {
 // each editor its own way (its own directory, a worktree of that name), so
 // the broker cannot know where it acts: it is refused, even when a rule
 // allows the path as the broker would resolve it or an allowed permission
-// request covers the same command in the session's directory. An empty
+// request covers the same command in the session's directory. So is one
+// with a NUL byte, where an editor in C or Lua ends the path (reading
+// `.git/hooks/pre-commit\x00/../../../src/x.go` as the hook). An empty
 // command is refused too: Zed would run the first argument as the program.
 func TestDefendUnanchoredRefused(t *testing.T) {
 	t.Parallel()
@@ -68,6 +70,12 @@ func TestDefendUnanchoredRefused(t *testing.T) {
 		}},
 		{"an_empty_write_path", func() {
 			d.refusedNaming(writeReq(`9`, ""), `"path" is not an absolute path`)
+		}},
+		{"a_write_path_a_nul_byte_cuts_short", func() {
+			d.refusedNaming(writeReq(`11`, `$CWD/.git/hooks/pre-commit\u0000/../../../src/x.go`), `"path" contains a NUL byte`)
+		}},
+		{"a_cwd_a_nul_byte_cuts_short", func() {
+			d.refusedNaming(terminalReq(`12`, `"command":"git","args":["status"],"cwd":"$HOME/.ssh\u0000/../../../$CWD"`), `"cwd" contains a NUL byte`)
 		}},
 		{"an_empty_command_whose_args_name_the_program", func() {
 			d.refusedNaming(terminalReq(`10`, `"command":"","args":["rm","-rf","$CWD/keep"],"cwd":"$CWD"`), `"command" is empty`)

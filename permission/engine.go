@@ -337,10 +337,8 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		e.refuseUnreadable(c, start, err)
 		return
 	}
-	if !filepath.IsAbs(params.Path) {
-		// ACP wants an absolute path; an editor may resolve a relative one
-		// against another directory (a worktree, its own) than the broker.
-		e.refuseUnreadable(c, start, errors.New(`"path" is not an absolute path`))
+	if err := anchoredPath("path", params.Path); err != nil {
+		e.refuseUnreadable(c, start, err)
 		return
 	}
 	input, _ := json.Marshal(map[string]string{"file_path": params.Path})
@@ -364,9 +362,11 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		e.refuseUnreadable(c, start, errors.New(`"command" is empty`))
 		return
 	}
-	if params.Cwd != "" && !filepath.IsAbs(params.Cwd) {
-		e.refuseUnreadable(c, start, errors.New(`"cwd" is not an absolute path`))
-		return
+	if params.Cwd != "" {
+		if err := anchoredPath("cwd", params.Cwd); err != nil {
+			e.refuseUnreadable(c, start, err)
+			return
+		}
 	}
 	var input map[string]any
 	if line, ok := shellLine(params.Command, params.Args); ok {
@@ -392,6 +392,22 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		what, _ := commandApproval(req.Command, linkedAs(req.Dir, req.ResolvedDir()))
 		return what
 	})
+}
+
+// anchoredPath checks that a write's path or a terminal's cwd names one
+// place for every editor: ACP wants it absolute, and an editor resolves a
+// relative one against a directory of its own choosing (its own, a
+// worktree's); and an editor in C or Lua (fopen, libuv) ends it at a NUL
+// byte, so `/p/.git/hooks/pre-commit\x00/../../../src/x.go`, which the
+// broker would read as /p/src/x.go, writes the hook.
+func anchoredPath(member, path string) error {
+	switch {
+	case strings.ContainsRune(path, 0):
+		return fmt.Errorf("%q contains a NUL byte", member)
+	case !filepath.IsAbs(path):
+		return fmt.Errorf("%q is not an absolute path", member)
+	}
+	return nil
 }
 
 // shellLine says how a shell runs a terminal's command and args, when that
