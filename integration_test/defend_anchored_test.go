@@ -176,3 +176,44 @@ func TestDefendApprovalAfterAnUpdateCoversNothing(t *testing.T) {
 	d.forwardedAtOnce(terminalReq(`5`, `"command":"make","args":["lint"],"cwd":"$CWD"`), `{"jsonrpc":"2.0","id":5,"result":{"terminalId":"t5"}}`)
 	d.finish()
 }
+
+// TestDefendDestinationsInTheirDirectory: a writer's destination (`tar -C`,
+// `unzip -d`, `cp -t`, `make -C`) is where the command runs it: relative to
+// the directory the terminal or the request names, not to the session's. In
+// bypass mode, which allows whatever it would ask except protected paths,
+// `tar xf p.tar -C .config` run in ~ (~/.config holds the broker's config)
+// and `tar -C hooks` run in .git are refused as terminals, and asked as a
+// Codex request, not allowed; the same run in the project's src is not.
+func TestDefendDestinationsInTheirDirectory(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: heldRules, args: []string{"--mode", "bypass"}})
+	for _, dir := range []string{filepath.Join(d.cwd, ".git", "hooks"), filepath.Join(homeDir, ".config")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range []string{
+		`"command":"tar","args":["xf","$ROOT/p.tar","-C",".config"],"cwd":"$HOME"`,
+		`"command":"tar","args":["-x","-f","$ROOT/p.tar","--directory=.config"],"cwd":"$HOME"`,
+		`"command":"tar","args":["xf","$ROOT/p.tar","-C","hooks"],"cwd":"$CWD/.git"`,
+		`"command":"unzip","args":["$ROOT/p.zip","-d","hooks"],"cwd":"$CWD/.git"`,
+		`"command":"cp","args":["-t","hooks","$ROOT/pre-commit"],"cwd":"$CWD/.git"`,
+		`"command":"make","args":["-C",".."],"cwd":"$CWD/src"`,
+	} {
+		ok := d.step(t, m, func() {
+			if msg := d.refusedUnrun(terminalReq(itoa(i+1), m)); msg != "" && !strings.Contains(msg, "protected") && !strings.Contains(msg, "holding") {
+				d.t.Errorf("error message %q does not say why", msg)
+			}
+		})
+		if !ok {
+			return
+		}
+	}
+	d.step(t, "codex_request_in_home", func() {
+		d.asked(codexExec(`20`, "$HOME", "tar xf p.tar -C .config"), answer(`20`, "denied"))
+	})
+	d.step(t, "the_same_in_src_is_not_protected", func() {
+		d.forwardedAtOnce(terminalReq(`21`, `"command":"tar","args":["xf","$ROOT/p.tar","-C","out"],"cwd":"$CWD/src"`), `{"jsonrpc":"2.0","id":21,"result":{"terminalId":"t"}}`)
+	})
+	d.finish()
+}

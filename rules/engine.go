@@ -412,7 +412,8 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
 	for _, dest := range destinations(argv) {
-		abs, ok := absPath(dest, req.ctx.Cwd, p.home)
+		// Where the command runs it: `-C .config` in ~ is ~/.config.
+		abs, ok := absPath(dest, req.Dir, p.home)
 		if !ok {
 			continue
 		}
