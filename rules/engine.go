@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -409,6 +410,16 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	}
 	if !writes {
 		return "", "", false
+	}
+	// A program that writes may write where it runs without naming it
+	// (`unzip p.zip`, `tar xf p.tar`, `curl -O URL`): in a protected
+	// directory (.git/hooks, ~/.ssh), what it creates there is protected.
+	if filepath.IsAbs(req.Dir) {
+		for _, dir := range []string{req.Dir, resolvePath(req.Dir)} {
+			if pat, ok := p.protected.protects(filepath.Join(dir, "created-here"), true); ok {
+				return req.Dir, pat, true
+			}
+		}
 	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
 	for _, dest := range destinations(argv) {
