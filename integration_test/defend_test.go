@@ -33,11 +33,8 @@ func TestDefendFSWrite(t *testing.T) {
 			req:  `{"jsonrpc":"2.0","id":"w-2","method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/gen/api.go","content":"package gen\n"}}`,
 			want: []string{"no-generated-edits", ruleWhere(t, d.config, decideRules, "no-generated-edits"), "generated code is rebuilt, not edited"},
 		},
-		{
-			name: "relative_path_resolved_against_the_session",
-			req:  `{"jsonrpc":"2.0","id":3,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"src/../gen/api.go","content":"x"}}`,
-			want: []string{"no-generated-edits"},
-		},
+		// A relative path is refused whatever it names: see
+		// TestDefendUnanchoredRefused.
 		{
 			name: "dotenv_is_protected",
 			req:  `{"jsonrpc":"2.0","id":4,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/.env","content":"TOKEN=x"}}`,
@@ -70,8 +67,8 @@ func TestDefendFSWrite(t *testing.T) {
 			answer: `{"jsonrpc":"2.0","id":9,"result":null}`,
 		},
 		{
-			name:   "write_a_rule_allows_relative_forwarded",
-			req:    `{"jsonrpc":"2.0","id":10,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"src/notes.txt","content":"x"}}`,
+			name:   "write_a_rule_allows_editor_error_relayed",
+			req:    `{"jsonrpc":"2.0","id":10,"method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/src/notes.txt","content":"x"}}`,
 			answer: `{"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"disk full"}}`,
 		},
 	} {

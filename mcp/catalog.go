@@ -227,6 +227,17 @@ func (c *Catalog) Attach(session, server string) {
 	c.proxied[session][server] = true
 }
 
+// Detach forgets which servers the broker proxies in an ACP session: its
+// set-up is being replaced (session/load, resume), and only the servers of
+// the new one may relax its calls.
+func (c *Catalog) Detach(session string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.proxied[session] != nil {
+		c.proxied[session] = map[string]bool{}
+	}
+}
+
 // HintsFor returns the Hints of one ACP session: those of the servers the
 // broker proxies in that session, and nothing for any other name. The
 // catalog knows tools by server name, broker-wide, so without this a

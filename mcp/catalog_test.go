@@ -369,3 +369,22 @@ func TestStaleUntilListedAgain(t *testing.T) {
 		t.Errorf("listed again as pinned: %+v", h)
 	}
 }
+
+func TestDetachEndsASessionsProxiedServers(t *testing.T) {
+	c := CatalogIn(t.TempDir())
+	if _, err := c.Observe("notes", "s1", []Tool{tool("read", "reads", `{"readOnlyHint":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.Attach("s1", "notes")
+	if h := c.HintsFor("s1")("notes", "read"); !h.Known {
+		t.Fatalf("attached: hints %+v", h)
+	}
+	c.Detach("s1")
+	if h := c.HintsFor("s1")("notes", "read"); h.Known {
+		t.Fatalf("detached: hints %+v, want none", h)
+	}
+	c.Attach("s1", "notes")
+	if h := c.HintsFor("s1")("notes", "read"); !h.Known {
+		t.Fatalf("attached again: hints %+v", h)
+	}
+}

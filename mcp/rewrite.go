@@ -19,9 +19,22 @@ const ProxyCommand = "mcp-proxy"
 // command and arguments after "--". Name, env and every other member stay
 // as sent, and so does every byte outside the two values replaced.
 func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) {
+	// session/load and session/resume name the session; their answers do not.
+	requested, _ := jsonrpc.String(m.Params, "sessionId")
+	// Whatever the set-up proxies replaces what the session's earlier one
+	// did: a server of the same name it no longer proxies (an http one now,
+	// or none) must not be relaxed by what the old one said.
+	detach := func(session string) {
+		if session == "" {
+			session = requested
+		}
+		if h.Catalog != nil && session != "" {
+			h.Catalog.Detach(session)
+		}
+	}
 	listSpan, ok := jsonrpc.FieldSpan(m.Params, "mcpServers")
 	if !ok {
-		return nil, "", nil, nil
+		return nil, "", detach, nil
 	}
 	if _, err := jsonrpc.Members(m.Params); err != nil {
 		// Two server lists, say: the agent may start the one not read here.
@@ -32,11 +45,9 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	list := m.Params[listSpan.Start:listSpan.End]
 	elements, err := jsonrpc.Elements(list)
 	if err != nil {
-		return nil, "", nil, nil // not a list: the agent will refuse it, as it would have
+		return nil, "", detach, nil // not a list: the agent will refuse it, as it would have
 	}
 	cwd, _ := jsonrpc.String(m.Params, "cwd")
-	// session/load and session/resume name the session; their answers do not.
-	requested, _ := jsonrpc.String(m.Params, "sessionId")
 	policy, err := h.Policy(cwd)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("the rules cannot be loaded, so MCP servers cannot be set up under the broker: %v", err)
@@ -87,7 +98,7 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 	}
 	h.Governor.Rewrote(m.Method, cwd, proxied, unchanged)
 	if len(edits) == 0 {
-		return nil, "", nil, nil
+		return nil, "", detach, nil
 	}
 	h.mu.Lock()
 	for token, l := range links {
@@ -99,6 +110,7 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		if session == "" {
 			session = requested
 		}
+		detach(session)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for token := range links {

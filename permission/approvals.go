@@ -42,6 +42,17 @@ func mcpApproval(tool rules.MCPTool) string { return "mcp " + tool.String() }
 
 func writeApproval(path string) string { return "write " + path }
 
+// linkedAs is a path as an approval names it: with where its symbolic links
+// lead now, so that an answer given for a file or directory does not cover
+// the same name once a link leads elsewhere (src/x.go replaced by a link to
+// ~/.profile after the answer).
+func linkedAs(abs, resolved string) string {
+	if resolved == "" || resolved == abs {
+		return abs
+	}
+	return abs + " -> " + resolved
+}
+
 // commandApproval is what a command is compared by: its words and the
 // directory it runs in. A command line made only of plain words (`go test
 // ./...`) counts as the argv it splits into, so a request showing it as a
@@ -94,14 +105,14 @@ func (a *approvals) noteRequest(sessionID string, req *rules.Request, mcpArgs js
 		return
 	}
 	if req.Script != nil {
-		if what, ok := commandApproval(req.Command, req.Dir); ok {
+		if what, ok := commandApproval(req.Command, linkedAs(req.Dir, req.ResolvedDir())); ok {
 			a.note(sessionID, what, nil, allowed)
 		}
 		return
 	}
 	for _, p := range req.Paths {
 		if p.Write && !p.WorkDir {
-			a.note(sessionID, writeApproval(p.Abs), nil, allowed)
+			a.note(sessionID, writeApproval(linkedAs(p.Abs, p.Resolved)), nil, allowed)
 		}
 	}
 }

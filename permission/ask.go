@@ -78,9 +78,10 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
-		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" {
+		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" && e.unchangedSinceAsked(call, req) {
 			// Only the agent's own request covers what it does next: the
-			// MCP call, terminal or write it asked about.
+			// MCP call, terminal or write it asked about; and only if the
+			// human was shown what was decided on.
 			e.approved.noteRequest(call.Session.ID, req, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
 		}
 		if remember != nil && (kind == "allow_always" || kind == "reject_always") {

@@ -2,8 +2,10 @@ package permission
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -188,6 +190,20 @@ func currentRequest(c *session.Call, ctx rules.Context) func() *rules.Request {
 	}
 }
 
+// unchangedSinceAsked reports whether the tool call a permission request
+// asks about is still the one decided on: an update while it was asked may
+// have shown the human something else (a harmless command in place of the
+// one the agent then runs), so the answer then covers nothing that follows.
+func (e *Engine) unchangedSinceAsked(c *session.Call, req *rules.Request) bool {
+	// Reading a tool call does not depend on the mode.
+	current := currentRequest(c, e.context(c.Session, ""))
+	if current == nil {
+		return true
+	}
+	now := current()
+	return now != nil && rules.SameRequest(req, now)
+}
+
 // alwaysCovers says what an "always" answer of this kind would remember of
 // a request, for the audit line and the prompts, before anything is stored.
 func alwaysCovers(req *rules.Request, kind string) string {
@@ -323,8 +339,8 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		e.refuseUnreadable(c, start, err)
 		return
 	}
-	if params.Path == "" {
-		c.Forward(nil) // the editor will refuse a malformed request itself
+	if err := anchoredPath("path", params.Path); err != nil {
+		e.refuseUnreadable(c, start, err)
 		return
 	}
 	input, _ := json.Marshal(map[string]string{"file_path": params.Path})
@@ -332,7 +348,7 @@ func (e *Engine) fsWrite(c *session.Call, start time.Time) {
 		if len(req.Paths) != 1 {
 			return ""
 		}
-		return writeApproval(req.Paths[0].Abs)
+		return writeApproval(linkedAs(req.Paths[0].Abs, req.Paths[0].Resolved))
 	})
 }
 
@@ -344,14 +360,19 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 		return
 	}
 	if params.Command == "" {
-		c.Forward(nil)
+		// Zed would run the first argument as the program.
+		e.refuseUnreadable(c, start, errors.New(`"command" is empty`))
 		return
 	}
+	if params.Cwd != "" {
+		if err := anchoredPath("cwd", params.Cwd); err != nil {
+			e.refuseUnreadable(c, start, err)
+			return
+		}
+	}
 	var input map[string]any
-	if len(params.Args) == 0 && strings.ContainsAny(params.Command, " \t\n;&|<>$`'\"") {
-		// A whole command line in "command": an editor may run it through a
-		// shell, so it is read as one.
-		input = map[string]any{"command": params.Command}
+	if line, ok := shellLine(params.Command, params.Args); ok {
+		input = map[string]any{"command": line}
 	} else {
 		input = map[string]any{"command": append([]string{params.Command}, params.Args...)}
 	}
@@ -370,9 +391,43 @@ func (e *Engine) terminal(c *session.Call, start time.Time) {
 			req.AddEnvironment(vars)
 			return ""
 		}
-		what, _ := commandApproval(req.Command, req.Dir)
+		what, _ := commandApproval(req.Command, linkedAs(req.Dir, req.ResolvedDir()))
 		return what
 	})
+}
+
+// anchoredPath checks that a write's path or a terminal's cwd names one
+// place for every editor: ACP wants it absolute, and an editor resolves a
+// relative one against a directory of its own choosing (its own, a
+// worktree's); and an editor in C or Lua (fopen, libuv) ends it at a NUL
+// byte, so `/p/.git/hooks/pre-commit\x00/../../../src/x.go`, which the
+// broker would read as /p/src/x.go, writes the hook.
+func anchoredPath(member, path string) error {
+	switch {
+	case strings.ContainsRune(path, 0):
+		return fmt.Errorf("%q contains a NUL byte", member)
+	case !filepath.IsAbs(path):
+		return fmt.Errorf("%q is not an absolute path", member)
+	}
+	return nil
+}
+
+// shellLine says how a shell runs a terminal's command and args, when that
+// may differ from the argv they spell: editors run terminals through the
+// user's shell (Zed runs `sh -c "<command> '<arg>' …"`, the command
+// unquoted, each argument quoted), so a command that is not one plain word
+// (`\rm`, `"rm"`, `{rm,-rf,x}`, `/bin/r?`, ` rm`, `rm -rf`, `true;rm`) is
+// read as the line a shell would run. A plain program's arguments are
+// quoted by the editor, so they stay its argv; false then.
+func shellLine(command string, args []string) (string, bool) {
+	if words, ok := plainWords(command); ok && len(words) == 1 && words[0] == command {
+		return "", false
+	}
+	line := command
+	for _, a := range args {
+		line += " '" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return line, true
 }
 
 // refuseUnreadable refuses a write or terminal whose params the broker
@@ -461,7 +516,9 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		forward()
 		return
 	}
-	if what != "" && c.Session.ID != "" {
+	// Only a request read exactly can be the same thing as the one the
+	// human answered.
+	if what != "" && c.Session.ID != "" && len(req.NotUnderstood) == 0 && len(req.Conflicts) == 0 {
 		if found, allowed := e.approved.take(c.Session.ID, what, nil); found {
 			if !allowed {
 				refuse("asked in ACP", "it was rejected when the agent asked for it with session/request_permission")

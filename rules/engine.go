@@ -456,6 +456,16 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	if !writes {
 		return "", "", false
 	}
+	// A program that writes may write where it runs without naming it
+	// (`unzip p.zip`, `tar xf p.tar`, `curl -O URL`): in a protected
+	// directory (.git/hooks, ~/.ssh), what it creates there is protected.
+	if filepath.IsAbs(req.Dir) {
+		for _, dir := range []string{req.Dir, resolvePath(req.Dir)} {
+			if pat, ok := p.protected.protects(filepath.Join(dir, "created-here"), true); ok {
+				return req.Dir, pat, true
+			}
+		}
+	}
 	sessionDirs := append([]string{req.ctx.Cwd}, req.ctx.Roots...)
 	// What a program writes, relative to the request's directory (and the
 	// session's); and what a symbolic link it makes points at, relative to

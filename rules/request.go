@@ -214,6 +214,15 @@ func (r *Request) addWorkDir() {
 	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: "rawInput.cwd", WorkDir: true})
 }
 
+// ResolvedDir is the request's directory with its symbolic links followed
+// as they are now.
+func (r *Request) ResolvedDir() string {
+	if !filepath.IsAbs(r.Dir) {
+		return r.Dir
+	}
+	return resolvePath(filepath.Clean(r.Dir))
+}
+
 // ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
 // duplicated top-level key is caught too.
 func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
@@ -501,6 +510,22 @@ func (r *Request) readMCP(input map[string]json.RawMessage) {
 	}
 	if len(found) == 0 {
 		return
+	}
+	// Rules name a tool as server/tool, and Claude Code as
+	// mcp__server__tool: a server name holding "/", or a name that splits
+	// in two places, may be another server's (`github/evil` is not
+	// `github`; mcp__a__b__c is a's b__c or a__b's c), so it decides
+	// nothing.
+	for _, f := range found {
+		if strings.Contains(f.Server, "/") {
+			r.notUnderstood("the MCP server name %q holds a '/', so it cannot be told from another server's tool", f.Server)
+		}
+	}
+	if strings.HasPrefix(r.ToolName, "mcp__") && strings.Contains(found[0].Tool, "__") {
+		r.notUnderstood("the MCP tool name %q splits into a server and a tool in more than one way", r.ToolName)
+	}
+	if rest, ok := strings.CutPrefix(r.Title, "Tool: "); ok && strings.Count(rest, "/") > 1 {
+		r.notUnderstood("the MCP title %q splits into a server and a tool in more than one way", r.Title)
 	}
 	r.MCP = &found[0]
 	for _, f := range found[1:] {

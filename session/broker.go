@@ -11,6 +11,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -329,6 +330,11 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)))
 				continue
 			}
+			if m.Method == "session/request_permission" && namesOwnToolCall(m.Params, "toolCall") {
+				b.log.Warn("refused an agent permission request about a tool call of the broker's", "id", string(m.ID))
+				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("tool call ids starting with %q are reserved by acp-broker", ownIDPrefix)))
+				continue
+			}
 			if InterceptedMethods[m.Method] {
 				b.intercept(frame)
 				continue
@@ -353,6 +359,13 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 		case jsonrpc.Notification:
 			switch m.Method {
 			case "session/update":
+				if namesOwnToolCall(m.Params, "update") {
+					// What the broker shows the human of a request it
+					// holds is the broker's to say.
+					b.log.Warn("dropped an agent update about a tool call of the broker's")
+					b.trace.record("agent->broker", frame, "dropped: the tool call id is reserved for the broker")
+					continue
+				}
 				b.tracker.update(m.Params)
 			case "$/cancel_request":
 				if b.agentCancelled(m.Params) {
@@ -877,6 +890,29 @@ func (b *broker) toAgent(dir string, frame []byte) error {
 
 func (b *broker) markEditorGone() {
 	b.editorGoneOnce.Do(func() { close(b.editorGone) })
+}
+
+// namesOwnToolCall reports whether the object at member of params names a
+// tool call of the broker's own (its toolCallId, in any letter case a Go
+// peer would take for it, starts with acp-broker-): the agent must not
+// change what the broker shows the human about a request it holds.
+func namesOwnToolCall(params json.RawMessage, member string) bool {
+	obj, ok := jsonrpc.Field(params, member)
+	if !ok {
+		return false
+	}
+	members, err := jsonrpc.Members(obj)
+	if err != nil {
+		// A repeated member: peers disagree on which counts.
+		return bytes.Contains(obj, []byte(`"`+ownIDPrefix))
+	}
+	for name, v := range members {
+		var id string
+		if strings.EqualFold(name, "toolCallId") && json.Unmarshal(v, &id) == nil && strings.HasPrefix(id, ownIDPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func isOwnID(id json.RawMessage) bool {
