@@ -325,14 +325,10 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 		}
 		switch m.Kind {
 		case jsonrpc.Request:
-			if isOwnID(m.ID) {
-				b.log.Warn("refused an agent request that uses an id reserved for the broker", "id", string(m.ID), "method", m.Method)
-				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)))
-				continue
-			}
-			if m.Method == "session/request_permission" && namesOwnToolCall(m.Params, "toolCall") {
-				b.log.Warn("refused an agent permission request about a tool call of the broker's", "id", string(m.ID))
-				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, fmt.Sprintf("tool call ids starting with %q are reserved by acp-broker", ownIDPrefix)))
+			if why := Refused(m.Method, m.ID, m.Params); why != "" {
+				b.log.Warn("refused an agent request: "+why, "id", string(m.ID), "method", m.Method)
+				b.trace.record("agent->broker", frame, "refused: "+why)
+				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, why))
 				continue
 			}
 			if InterceptedMethods[m.Method] {
@@ -615,20 +611,24 @@ func (b *broker) intercept(frame []byte) {
 	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
-	c.Session, c.ToolCall = b.tracker.intercepted(m.Method, m.Params)
 	key := m.IDKey()
+	// Only this goroutine adds calls: an id free now is free below.
 	b.mu.Lock()
 	_, dup := b.calls[key]
-	if !dup {
-		b.calls[key] = c
-	}
 	b.mu.Unlock()
 	if dup {
+		// Refused before the tracker sees it, so that what it says of its
+		// tool call counts as little as a trace that records it refused.
 		cancel(nil)
 		b.log.Warn("refused an agent request whose id is still in use", "id", string(m.ID), "method", m.Method)
+		b.trace.record("agent->broker", raw, "refused: the request id is in use by an unanswered request")
 		b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, "request id is already in use by an unanswered request"))
 		return
 	}
+	c.Session, c.ToolCall = b.tracker.intercepted(m.Method, m.Params)
+	b.mu.Lock()
+	b.calls[key] = c
+	b.mu.Unlock()
 	b.trace.record("agent->broker", raw, "intercepted")
 	b.policy.Intercept(c)
 }
@@ -913,6 +913,19 @@ func namesOwnToolCall(params json.RawMessage, member string) bool {
 		}
 	}
 	return false
+}
+
+// Refused says why the broker refuses an agent's request before anything
+// decides it, or "" when it does not: the relay and `rules explain` both ask
+// it (explain without the request's id).
+func Refused(method string, id, params json.RawMessage) string {
+	if isOwnID(id) {
+		return fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)
+	}
+	if method == "session/request_permission" && namesOwnToolCall(params, "toolCall") {
+		return fmt.Sprintf("tool call ids starting with %q are reserved by acp-broker", ownIDPrefix)
+	}
+	return ""
 }
 
 func isOwnID(id json.RawMessage) bool {

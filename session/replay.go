@@ -37,25 +37,40 @@ func (r *Replay) Record(line []byte) {
 	if err != nil {
 		return
 	}
-	from, _, _ := strings.Cut(dir, "->")
+	var note string
+	if raw, ok := rec["note"]; ok {
+		_ = json.Unmarshal(raw, &note)
+	}
+	from, to, _ := strings.Cut(dir, "->")
 	switch from {
 	case fromEditor:
 		if m.Kind == jsonrpc.Request {
 			r.t.editorRequest(m)
 		}
 	case fromAgent:
+		if to == "broker" {
+			// The broker's own record of an agent message it did not relay
+			// as it came: only a request it intercepted reached the
+			// tracker; one it refused, an update it dropped and a request
+			// it re-sent under a fresh id did not (again).
+			if m.Kind == jsonrpc.Request && note == "intercepted" {
+				r.t.intercepted(m.Method, m.Params)
+			}
+			return
+		}
 		switch m.Kind {
 		case jsonrpc.Request:
 			// A trace records an intercepted request as agent->broker, and
 			// again as agent->editor if it was forwarded: the tracker saw it
-			// once.
-			if InterceptedMethods[m.Method] && !isOwnID(m.ID) && dir != "agent->editor" {
+			// once. A message the agent sent, as a hand-written transcript
+			// gives it, passes the relay's checks first.
+			if InterceptedMethods[m.Method] && to == "" && Refused(m.Method, m.ID, m.Params) == "" {
 				r.t.intercepted(m.Method, m.Params)
 			}
 		case jsonrpc.Response:
 			r.t.agentResponse(m)
 		case jsonrpc.Notification:
-			if m.Method == "session/update" {
+			if m.Method == "session/update" && (to != "" || !namesOwnToolCall(m.Params, "update")) {
 				r.t.update(m.Params)
 			}
 		}

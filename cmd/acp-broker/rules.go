@@ -310,16 +310,44 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 			return tools.StoredHints(server, tool)
 		}
 	}
+	if why := session.Refused("session/request_permission", nil, params); why != "" {
+		// The relay answers such a request with an error before any rule
+		// sees it.
+		if o.json {
+			return json.NewEncoder(stdout).Encode(verdictJSON{Decision: "refused", Source: "relay", Reason: why})
+		}
+		fmt.Fprintf(stdout, "decision: refused\n          (the broker answers it with an error: %s)\n", why)
+		return nil
+	}
 	ev := permission.Evaluate(permission.Inputs{Params: params, ToolCall: toolCall, Session: info, Policy: policy,
 		Mode: permission.EffectiveMode(o.mode, policy), Home: loc.Home, MCPHints: hints})
+	caveats := explainCaveats(ev, policy)
 	if o.json {
-		return json.NewEncoder(stdout).Encode(explainJSON(ev))
+		v := explainJSON(ev)
+		v.Caveats = caveats
+		return json.NewEncoder(stdout).Encode(v)
 	}
 	printExplain(stdout, ev)
+	for _, c := range caveats {
+		fmt.Fprintf(stdout, "caveat:   %s\n", c)
+	}
 	if ev.Request.MCP != nil {
 		printMCPTool(stdout, tools, policy, ev.Request.MCP)
 	}
 	return nil
+}
+
+// explainCaveats names the state a running broker would decide this
+// request with that explain cannot know, where it could change the decision.
+func explainCaveats(ev permission.Evaluation, policy *rules.Policy) []string {
+	var out []string
+	if ev.Decision == rules.Ask && ev.Understood && policy.Remember == "session" {
+		out = append(out, `remember = "session": a running broker may allow or deny this from an "always" answered earlier in the session, which only it knows`)
+	}
+	if ev.Request.MCP != nil {
+		out = append(out, "MCP tool hints come from the stored catalog; a running broker's proxy may know the tool list changed since (list_changed), and then asks")
+	}
+	return out
 }
 
 // replayFile feeds a transcript to the replay, line by line.
@@ -434,6 +462,9 @@ type verdictJSON struct {
 	Layer    string     `json:"layer,omitempty"`
 	Reason   string     `json:"reason"`
 	Parts    []partJSON `json:"parts"`
+	// Caveats name what a running broker may know and explain cannot
+	// (answers remembered for the session only, a proxy's list_changed).
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // explainJSON is the evaluation as --json prints it: "decision" is what the
