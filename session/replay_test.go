@@ -41,3 +41,29 @@ func TestReplayReadsATraceAsTheBrokerDid(t *testing.T) {
 		t.Fatalf("an unknown session has a directory: %+v", info)
 	}
 }
+
+// TestReplaySkipsWhatTheBrokerRefusedOrDropped: an update the broker dropped
+// (it names a tool call id of the broker's), and a request it refused, are
+// in its trace as agent->broker lines with a note; they reached no tracker
+// live, so they change nothing replayed, and neither does the same message
+// in a hand-written transcript.
+func TestReplaySkipsWhatTheBrokerRefusedOrDropped(t *testing.T) {
+	r := NewReplay()
+	for _, line := range []string{
+		`{"time":"t","dir":"editor->agent","message":{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/repo","mcpServers":[]}}}`,
+		`{"time":"t","dir":"agent->editor","message":{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}}`,
+		`{"time":"t","dir":"agent->broker","note":"dropped: the tool call id is reserved for the broker","message":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"acp-broker-1","kind":"execute","rawInput":{"command":"rm -rf /"}}}}}`,
+		`{"dir":"agent","message":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"acp-broker-2","kind":"execute","rawInput":{"command":"rm -rf /"}}}}}`,
+		`{"time":"t","dir":"agent->broker","note":"refused: the request id is in use by an unanswered request","message":{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"c9","kind":"execute","rawInput":{"command":"rm -rf /"}},"options":[]}}}`,
+	} {
+		r.Record([]byte(line))
+	}
+	for _, id := range []string{"acp-broker-1", "acp-broker-2"} {
+		if _, tc := r.Intercepted("session/request_permission", []byte(`{"sessionId":"s1","toolCall":{"toolCallId":"`+id+`"}}`)); tc != nil && tc.Fields["kind"] != nil {
+			t.Errorf("%s = %+v: a dropped update was replayed", id, tc)
+		}
+	}
+	if _, tc := r.Intercepted("session/request_permission", []byte(`{"sessionId":"s1","toolCall":{"toolCallId":"c9","title":"x"}}`)); tc != nil && tc.Fields["rawInput"] != nil {
+		t.Errorf("c9 = %+v: a refused request was replayed", tc)
+	}
+}
