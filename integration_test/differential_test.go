@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The differential test: many permission requests, the shapes of the attack
@@ -108,6 +109,14 @@ var diffMutations = []struct {
 		return []string{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_child","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `",` + f + `},"_meta":{"parentSessionId":"sess_1"}}}`},
 			diffParams("sess_child", `{"toolCallId":"`+id+`"}`, claudeOptions)
 	}},
+	{"ambiguous_update", func(id, f string) ([]string, string) {
+		return []string{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_other","sessionId":"sess_1","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `",` + f + `}}}`},
+			diffParams("sess_1", tc(id, diffBases[0].fields), claudeOptions)
+	}},
+	{"announced_in_another_session", func(id, f string) ([]string, string) {
+		return []string{`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_other","update":{"sessionUpdate":"tool_call","toolCallId":"` + id + `",` + f + `}}}`},
+			diffParams("sess_1", `{"toolCallId":"`+id+`","title":"Terminal"}`, claudeOptions)
+	}},
 	{"completed", func(id, f string) ([]string, string) {
 		return []string{toolCallUpdate("tool_call", `"toolCallId":"`+id+`",`+f), toolCallUpdate("tool_call_update", `"toolCallId":"`+id+`","status":"completed"`)},
 			diffParams("sess_1", `{"toolCallId":"`+id+`",`+diffBases[0].fields+`}`, claudeOptions)
@@ -129,16 +138,30 @@ func caseVariant(fields string) string {
 	return strings.NewReplacer(`"rawInput"`, `"RawInput"`, `"kind"`, `"Kind"`, `"locations"`, `"Locations"`, `"title"`, `"Title"`).Replace(fields)
 }
 
-// diffRequests builds the corpus: every mutation of every base when full,
-// else the mutations named.
+// diffSample keeps one in diffSample of the mutated requests, every
+// mutation and every base still represented: under the race detector each
+// rules explain costs ten times as much, and the suite must stay quick.
+// ACP_BROKER_DIFF_FULL=1 runs them all.
+func diffSample() int {
+	if raceEnabled && os.Getenv("ACP_BROKER_DIFF_FULL") == "" {
+		return 3
+	}
+	return 1
+}
+
+// diffRequests builds the corpus: every mutation of every base (sampled,
+// see diffSample), or only the mutations named.
 func diffRequests(only ...string) []diffRequest {
 	var out []diffRequest
 	n := 0
-	for _, m := range diffMutations {
+	for i, m := range diffMutations {
 		if len(only) > 0 && !contains(only, m.name) {
 			continue
 		}
-		for _, b := range diffBases {
+		for j, b := range diffBases {
+			if (i+j)%diffSample() != 0 {
+				continue
+			}
 			n++
 			before, params := m.make(fmt.Sprintf("t%d", n), b.fields)
 			out = append(out, diffRequest{name: m.name + "/" + b.name, before: before, params: params})
@@ -180,8 +203,12 @@ func runDifferential(t *testing.T, d *decider, trace string, corpus []diffReques
 	t.Helper()
 	var outcomes []*diffOutcome
 	var pending []*diffOutcome
+	var explaining time.Duration
+	started := time.Now()
 	flush := func() {
+		start := time.Now()
 		explainAll(t, d, pending)
+		explaining += time.Since(start)
 		pending = nil
 	}
 	for i, r := range corpus {
@@ -248,7 +275,7 @@ func runDifferential(t *testing.T, d *decider, trace string, corpus []diffReques
 			t.Errorf("%s: live %q, rules explain %q\n  %s", o.req.name, o.live, o.explain, clip(o.params))
 		}
 	}
-	t.Logf("%d requests, %d disagreements", len(outcomes), disagree)
+	t.Logf("%d requests, %d disagreements; %v in all, %v explaining", len(outcomes), disagree, time.Since(started), explaining)
 	d.noisy = true
 	d.finish()
 }
