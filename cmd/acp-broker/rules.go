@@ -344,6 +344,9 @@ func explainCaveats(ev permission.Evaluation, policy *rules.Policy) []string {
 	if ev.Decision == rules.Ask && ev.Understood && policy.Remember == "session" {
 		out = append(out, `remember = "session": a running broker may allow or deny this from an "always" answered earlier in the session, which only it knows`)
 	}
+	if ev.Decision == rules.Ask && policy.ProjectError != nil {
+		out = append(out, "the project file is not in force: a running broker that read an earlier version of it keeps that version's deny rules, and may deny this")
+	}
 	if ev.Request.MCP != nil {
 		out = append(out, "MCP tool hints come from the stored catalog; a running broker's proxy may know the tool list changed since (list_changed), and then asks")
 	}
