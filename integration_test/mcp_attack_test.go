@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -99,5 +100,42 @@ func TestMCPCallsThatCannotBeHeldAreNotRelayed(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "cannot hold; not relayed") {
 		t.Errorf("no warning for the calls not relayed:\n%s", stderr)
+	}
+}
+
+// TestMCPApprovalInACPCoversOnlyTheArgumentsShown: the agent asks in ACP
+// for a harmless-looking MCP call whose arguments the broker cannot compare
+// (a number no float64 holds), the human allows it, and the agent then
+// makes the call with other arguments. The answer must not cover that call:
+// the broker asks again, and on a rejection the call never reaches the
+// server.
+func TestMCPApprovalInACPCoversOnlyTheArgumentsShown(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{mcpServers: notesServer})
+	notes, _ := d.connectThroughAgent(t, entryNamed(t, d.setup, "notes"))
+	listTools(t, notes)
+	for i, c := range []struct{ name, shown, text string }{
+		{"a number no float64 holds", `{"name":"n","text":"harmless","pad":1e999}`, "evil-1"},
+		{"a repeated key", `{"name":"n","text":"harmless","text":"evil-2"}`, "evil-2"},
+		{"integers one float64 apart", `{"name":"n","text":"evil-3","rev":9007199254740993}`, "evil-3"},
+	} {
+		d.step(t, c.name, func() {
+			id := 30 + i
+			d.asked(claudeMCPRequest(id, fmt.Sprintf("tc-%d", id), "notes", "write_note", c.shown),
+				fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`, id))
+			args := map[string]any{"name": "n", "text": c.text}
+			if strings.Contains(c.shown, "9007199254740993") {
+				args["rev"] = int64(9007199254740992)
+			}
+			text, isErr := d.answerAfter(t, notes, "write_note", args, "reject_once")
+			if !isErr {
+				t.Errorf("the call was covered by the ACP answer: %q", text)
+			}
+			for _, call := range d.serverCalls(t) {
+				if strings.Contains(call, c.text) {
+					t.Errorf("the call reached the server: %s", call)
+				}
+			}
+		})
 	}
 }
