@@ -272,7 +272,7 @@ func (lc *linkConn) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 		}
 		return struct{}{}, nil
 	case methodChanged:
-		h.Catalog.Stale(l.server)
+		h.Catalog.Stale(l.server, h.session(l))
 		h.Governor.Listed(h.session(l), []Change{{Server: l.server, Stale: true}})
 		return struct{}{}, nil
 	case methodCall, methodAsk:
