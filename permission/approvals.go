@@ -130,9 +130,10 @@ func (a *approvals) note(sessionID, what string, args json.RawMessage, allowed b
 }
 
 // take consumes the oldest answer that covers an action, and says whether
-// it allowed it. An MCP call whose session the broker does not know yet
-// (sessionID "") matches answers of any session; terminals and writes are
-// never looked up without their session.
+// it allowed it. Nothing is looked up without its session: an MCP call
+// whose session the broker does not know yet (its set-up not answered)
+// cannot follow an ACP request of that session, and an answer given in
+// another session covers nothing of this one.
 func (a *approvals) take(sessionID, what string, args json.RawMessage) (found, allowed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -142,7 +143,7 @@ func (a *approvals) take(sessionID, what string, args json.RawMessage) (found, a
 		want = json.RawMessage("{}") // a call without arguments has none
 	}
 	for i, ap := range a.list {
-		if ap.what != what || (sessionID != "" && ap.session != sessionID) {
+		if ap.what != what || sessionID == "" || ap.session != sessionID {
 			continue
 		}
 		if ap.args != nil && (!bytes.Equal(ap.args, want) || bytes.Equal(want, unreadableArgs)) {
