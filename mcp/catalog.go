@@ -294,8 +294,8 @@ func (c *Catalog) HintsFor(session string) func(server, tool string) rules.ToolH
 	}
 }
 
-// relistedIn says why a tool was listed in two ways to the session's agent,
-// or "". Listings made before the session's set-up was answered (session
+// relistedIn says why what the session's agent was shown of a tool cannot
+// relax it (listed in two ways, otherwise than pinned, or not at all), or "". Listings made before the session's set-up was answered (session
 // "": agents list their tools while they set up) count as the session's,
 // whichever session they were for.
 func (c *Catalog) relistedIn(session, server, tool string) string {
@@ -310,6 +310,24 @@ func (c *Catalog) relistedIn(session, server, tool string) string {
 	later, ok2 := c.listed[listedKey(session, server)][tool]
 	if d := diff(early, later); ok && ok2 && d != "" {
 		return "listed differently since the server last said its tools changed: " + d
+	}
+	// The catalog's record is what the server of this name last listed in
+	// any session: another session's server of the same name (another
+	// project's "docs") may be another server, so only what this session
+	// was shown counts.
+	own := later
+	if !ok2 {
+		own = early
+	}
+	r, known := c.live[server][tool]
+	switch {
+	case !known:
+		return ""
+	case !ok && !ok2:
+		return "not listed to this session since the server last said its tools changed"
+	}
+	if d := diff(r.Pinned, own); d != "" {
+		return "listed to this session otherwise than pinned: " + d
 	}
 	return ""
 }

@@ -431,3 +431,31 @@ func TestToolListedTwoWaysToOneSessionIsNotRelaxed(t *testing.T) {
 		})
 	}
 }
+
+// TestHintsForASessionComeFromWhatItWasShown: two sessions proxy servers of
+// one name that are not the same server (two projects' "docs"). The one
+// whose tool is destructive lists first, the one matching the pin last; the
+// catalog's record then matches the pin, but only the session shown the
+// pinned listing is relaxed. A session whose proxy has not listed the tool
+// since its server said its tools changed is not relaxed by another's.
+func TestHintsForASessionComeFromWhatItWasShown(t *testing.T) {
+	ro, rw := tool("read", "reads", `{"readOnlyHint":true}`), tool("read", "erases", `{"destructiveHint":true}`)
+	cat := CatalogIn(t.TempDir())
+	for _, s := range []string{"pinner", "other", "same"} {
+		cat.Attach(s, "docs")
+	}
+	observe(t, cat, "docs", "pinner", ro)
+	observe(t, cat, "docs", "other", rw)
+	observe(t, cat, "docs", "same", ro)
+	if h := cat.HintsFor("other")("docs", "read"); relaxed(h) {
+		t.Errorf("a session shown a destructive tool was relaxed by another's listing: %+v", h)
+	}
+	if h := cat.HintsFor("same")("docs", "read"); !relaxed(h) {
+		t.Errorf("a session shown the pinned listing: %+v", h)
+	}
+	cat.Stale("docs", "same")
+	observe(t, cat, "docs", "pinner", ro)
+	if h := cat.HintsFor("same")("docs", "read"); relaxed(h) {
+		t.Errorf("a session not shown the tool since its change notice: %+v", h)
+	}
+}
