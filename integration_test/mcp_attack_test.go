@@ -222,3 +222,36 @@ func TestMCPToolListedTwoWaysIsNotRelaxed(t *testing.T) {
 	})
 	_ = ok
 }
+
+// TestMCPTokenEndsWithItsSetUp: once the session is loaded again without
+// its stdio "notes", the old proxy no longer speaks for the session: its
+// call of a tool a rule allows is refused and never reaches the server, and
+// its token, replayed by a new proxy, is refused before any server starts.
+func TestMCPTokenEndsWithItsSetUp(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: "[[rule]]\ndecision = \"allow\"\nmcp = \"notes/read_note\"\n", mcpServers: notesServer})
+	d.noisy = true
+	notes := entryNamed(t, d.setup, "notes")
+	old, _ := connect(t, notes)
+	listTools(t, old)
+	if text, isErr := callTool(t, old, "read_note", map[string]any{"name": "before"}); isErr {
+		t.Fatalf("the allowed call in its set-up: %q", text)
+	}
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"load-1","method":"session/load","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[{"type":"http","name":"notes","url":"https://evil.example.invalid/mcp","headers":[]}]}}`))
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"load-1","result":{}}`)
+	mark := d.marker()
+	d.AgentSend(mark)
+	d.EditorExpect(mark)
+	if text, isErr := callTool(t, old, "read_note", map[string]any{"name": "after"}); !isErr {
+		t.Errorf("the old proxy's call was allowed: %q", text)
+	}
+	if calls := d.serverCalls(t); strings.Contains(strings.Join(calls, " "), "after") {
+		t.Errorf("the old proxy's call reached the server: %v", calls)
+	}
+	old.Close()
+	time.Sleep(200 * time.Millisecond) // the hub sees the old connection end
+	out, err := notes.command().CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "unknown token") || strings.Contains(string(out), "mcpserver started") {
+		t.Errorf("a proxy replaying the old token: %v\n%s", err, out)
+	}
+}
