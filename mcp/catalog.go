@@ -73,7 +73,17 @@ type Catalog struct {
 	// listing could not be recorded; or the server said its tools changed
 	// and has not listed them since.
 	conflicts map[string]string
-	stamp     rules.FileStamp
+	// listed holds, by session and server (listedKey) and tool, what each
+	// tool was first listed as in the session since the server last said
+	// its tools changed; relisted says, by listedKey and "/tool", how a
+	// later listing differed from it. A server that lists a tool one way and
+	// then another (on two pages of one listing, or in two listings) without
+	// saying its tools changed has shown the session's agent both: neither
+	// may relax the tool in that session until the server says its tools
+	// changed and they are listed anew.
+	listed   map[string]map[string]Snapshot
+	relisted map[string]string
+	stamp    rules.FileStamp
 	// proxied says, by ACP session, which of its servers this broker
 	// proxies: only these take hints (see HintsFor); attachedOrder bounds it.
 	proxied       map[string]map[string]bool
@@ -159,6 +169,22 @@ func (c *Catalog) Observe(server, session string, tools []Tool) ([]Change, error
 	if c.live == nil {
 		c.live, c.conflicts = map[string]map[string]*Record{}, map[string]string{}
 	}
+	if c.listed == nil {
+		c.listed, c.relisted = map[string]map[string]Snapshot{}, map[string]string{}
+	}
+	lk := listedKey(session, server)
+	if c.listed[lk] == nil {
+		c.listed[lk] = map[string]Snapshot{}
+	}
+	for _, t := range tools {
+		s := snapshot(t, now)
+		first, ok := c.listed[lk][t.Name]
+		if !ok {
+			c.listed[lk][t.Name] = s
+		} else if d := diff(first, s); d != "" {
+			c.relisted[lk+"/"+t.Name] = "listed differently since the server last said its tools changed: " + d
+		}
+	}
 	if err != nil {
 		// The listing is not pinned: none of these tools may be relaxed.
 		for name := range snaps {
@@ -183,9 +209,17 @@ func (c *Catalog) Observe(server, session string, tools []Tool) ([]Change, error
 // Stale takes the relaxation from every tool of a server until the server
 // lists them again: it said they changed (notifications/tools/list_changed),
 // and what they are now is not known.
-func (c *Catalog) Stale(server string) {
+func (c *Catalog) Stale(server, session string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// What the session's agent listed while setting up is forgotten too:
+	// its agent lists the tools anew.
+	for _, lk := range []string{listedKey(session, server), listedKey("", server)} {
+		for name := range c.listed[lk] {
+			delete(c.relisted, lk+"/"+name)
+		}
+		delete(c.listed, lk)
+	}
 	for name := range c.live[server] {
 		c.conflicts[server+"/"+name] = "the server said its tools changed and has not listed them since"
 	}
@@ -252,9 +286,54 @@ func (c *Catalog) HintsFor(session string) func(server, tool string) rules.ToolH
 		if !ok || session == "" {
 			return rules.ToolHints{}
 		}
-		return c.Hints(server, tool)
+		h := c.Hints(server, tool)
+		if why := c.relistedIn(session, server, tool); why != "" && h.Known {
+			h.Changed = why
+		}
+		return h
 	}
 }
+
+// relistedIn says why what the session's agent was shown of a tool cannot
+// relax it (listed in two ways, otherwise than pinned, or not at all), or "". Listings made before the session's set-up was answered (session
+// "": agents list their tools while they set up) count as the session's,
+// whichever session they were for.
+func (c *Catalog) relistedIn(session, server, tool string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, lk := range []string{listedKey(session, server), listedKey("", server)} {
+		if why, ok := c.relisted[lk+"/"+tool]; ok {
+			return why
+		}
+	}
+	early, ok := c.listed[listedKey("", server)][tool]
+	later, ok2 := c.listed[listedKey(session, server)][tool]
+	if d := diff(early, later); ok && ok2 && d != "" {
+		return "listed differently since the server last said its tools changed: " + d
+	}
+	// The catalog's record is what the server of this name last listed in
+	// any session: another session's server of the same name (another
+	// project's "docs") may be another server, so only what this session
+	// was shown counts.
+	own := later
+	if !ok2 {
+		own = early
+	}
+	r, known := c.live[server][tool]
+	switch {
+	case !known:
+		return ""
+	case !ok && !ok2:
+		return "not listed to this session since the server last said its tools changed"
+	}
+	if d := diff(r.Pinned, own); d != "" {
+		return "listed to this session otherwise than pinned: " + d
+	}
+	return ""
+}
+
+// listedKey names a server as one session's proxy lists it.
+func listedKey(session, server string) string { return session + "\x00" + server }
 
 // StoredHints is Hints from the file alone, for tools as the brokers' proxies
 // last saw them: what `acp-broker rules explain` shows when no broker runs.

@@ -359,11 +359,11 @@ func TestStaleUntilListedAgain(t *testing.T) {
 	if !relaxed(c.Hints("fs", "read")) {
 		t.Fatal("test bug: a read-only tool is not relaxed")
 	}
-	c.Stale("fs")
+	c.Stale("fs", "s1")
 	if h := c.Hints("fs", "read"); relaxed(h) || !strings.Contains(h.Changed, "said its tools changed") {
 		t.Errorf("after list_changed: %+v", h)
 	}
-	c.Stale("other") // another server's notice changes nothing here
+	c.Stale("other", "s1") // another server's notice changes nothing here
 	observe(t, c, "fs", "s1", read)
 	if h := c.Hints("fs", "read"); !relaxed(h) {
 		t.Errorf("listed again as pinned: %+v", h)
@@ -386,5 +386,76 @@ func TestDetachEndsASessionsProxiedServers(t *testing.T) {
 	c.Attach("s1", "notes")
 	if h := c.HintsFor("s1")("notes", "read"); !h.Known {
 		t.Fatalf("attached again: hints %+v", h)
+	}
+}
+
+// TestToolListedTwoWaysToOneSessionIsNotRelaxed: a server that lists a tool
+// one way and then another to the same session, on two pages of one
+// listing or in two listings, without saying its tools changed, has shown
+// the agent both; even when the last matches the pin, the tool is not
+// relaxed in that session until the server says its tools changed and lists
+// them anew. Another session, shown only the pinned listing, is relaxed.
+func TestToolListedTwoWaysToOneSessionIsNotRelaxed(t *testing.T) {
+	ro, rw := tool("read", "reads", `{"readOnlyHint":true}`), tool("read", "reads, then erases", `{"readOnlyHint":false,"destructiveHint":true}`)
+	for _, c := range []struct {
+		name                 string
+		setupSession, listAs string // the first listing's session, then the second's
+	}{
+		{"in the session", "s1", "s1"},
+		{"while the session was set up", "", "s1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cat := CatalogIn(t.TempDir())
+			cat.Attach("s1", "fs")
+			cat.Attach("s2", "fs")
+			observe(t, cat, "fs", "s2", ro) // pinned read-only, shown to s2 only
+			observe(t, cat, "fs", c.setupSession, rw)
+			observe(t, cat, "fs", c.listAs, ro)
+			if h := cat.HintsFor("s1")("fs", "read"); relaxed(h) || !strings.Contains(h.Changed, "listed differently") {
+				t.Errorf("listed two ways: %+v", h)
+			}
+			// What was listed before any session was known counts for every
+			// session; otherwise s2 saw only the pinned listing.
+			if h := cat.HintsFor("s2")("fs", "read"); c.setupSession != "" && !relaxed(h) {
+				t.Errorf("another session was not relaxed: %+v", h)
+			}
+			observe(t, cat, "fs", "s1", ro)
+			if h := cat.HintsFor("s1")("fs", "read"); relaxed(h) {
+				t.Errorf("listed once more as pinned, without a change notice: %+v", h)
+			}
+			cat.Stale("fs", "s1")
+			observe(t, cat, "fs", "s1", ro)
+			if h := cat.HintsFor("s1")("fs", "read"); !relaxed(h) {
+				t.Errorf("listed anew after the change notice: %+v", h)
+			}
+		})
+	}
+}
+
+// TestHintsForASessionComeFromWhatItWasShown: two sessions proxy servers of
+// one name that are not the same server (two projects' "docs"). The one
+// whose tool is destructive lists first, the one matching the pin last; the
+// catalog's record then matches the pin, but only the session shown the
+// pinned listing is relaxed. A session whose proxy has not listed the tool
+// since its server said its tools changed is not relaxed by another's.
+func TestHintsForASessionComeFromWhatItWasShown(t *testing.T) {
+	ro, rw := tool("read", "reads", `{"readOnlyHint":true}`), tool("read", "erases", `{"destructiveHint":true}`)
+	cat := CatalogIn(t.TempDir())
+	for _, s := range []string{"pinner", "other", "same"} {
+		cat.Attach(s, "docs")
+	}
+	observe(t, cat, "docs", "pinner", ro)
+	observe(t, cat, "docs", "other", rw)
+	observe(t, cat, "docs", "same", ro)
+	if h := cat.HintsFor("other")("docs", "read"); relaxed(h) {
+		t.Errorf("a session shown a destructive tool was relaxed by another's listing: %+v", h)
+	}
+	if h := cat.HintsFor("same")("docs", "read"); !relaxed(h) {
+		t.Errorf("a session shown the pinned listing: %+v", h)
+	}
+	cat.Stale("docs", "same")
+	observe(t, cat, "docs", "pinner", ro)
+	if h := cat.HintsFor("same")("docs", "read"); relaxed(h) {
+		t.Errorf("a session not shown the tool since its change notice: %+v", h)
 	}
 }

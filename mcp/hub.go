@@ -101,6 +101,11 @@ type link struct {
 	// with the same token is refused, so a process that read the token
 	// cannot speak for a running proxy.
 	connected bool
+	// retired is set when the session is set up anew without this entry
+	// (session/load, session/resume): its token is forgotten, and a proxy
+	// still holding it decides nothing and reports nothing, since the
+	// server it runs is no longer one the session's set-up named.
+	retired bool
 }
 
 // Listen opens the hub's socket.
@@ -256,6 +261,15 @@ func (lc *linkConn) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 	if l == nil {
 		return nil, fmt.Errorf("%w: say hello with your token first", errRefused)
 	}
+	h.mu.Lock()
+	retired := l.retired
+	h.mu.Unlock()
+	if retired {
+		if req.Method == methodCall || req.Method == methodAsk {
+			return Verdict{Decision: Deny, Message: "acp-broker refused this call: its session was set up anew without this server, so this proxy no longer speaks for it"}, nil
+		}
+		return nil, fmt.Errorf("the session was set up anew without server %q", l.server)
+	}
 	switch req.Method {
 	case methodTools:
 		var p toolsParams
@@ -272,7 +286,7 @@ func (lc *linkConn) handle(ctx context.Context, req *jsonrpc2.Request) (any, err
 		}
 		return struct{}{}, nil
 	case methodChanged:
-		h.Catalog.Stale(l.server)
+		h.Catalog.Stale(l.server, h.session(l))
 		h.Governor.Listed(h.session(l), []Change{{Server: l.server, Stale: true}})
 		return struct{}{}, nil
 	case methodCall, methodAsk:

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -221,6 +223,15 @@ func (p *proxy) fromAgent(r *jsonrpc.Reader) {
 		case m.Kind == jsonrpc.Request && m.Method == "tools/call":
 			p.call(m)
 			continue
+		case looksLikeCall(m.Method):
+			// A tools/call without an id, or spelt otherwise: the broker
+			// cannot decide it as a call, and a server that runs what it
+			// reads as one would run it undecided.
+			p.o.Log.Warn("a tools/call the proxy cannot hold; not relayed", "server", p.o.Server, "method", m.Method, "kind", m.Kind.String())
+			if m.Kind == jsonrpc.Request {
+				p.refuse(m.ID, "acp-broker refuses a tools/call spelt "+strconv.Quote(m.Method))
+			}
+			continue
 		case m.Kind == jsonrpc.Request && m.Method == "tools/list":
 			p.mu.Lock()
 			p.toolLists[m.IDKey()] = true
@@ -234,6 +245,13 @@ func (p *proxy) fromAgent(r *jsonrpc.Reader) {
 			return
 		}
 	}
+}
+
+// looksLikeCall reports a method that a server may take for tools/call
+// though it is not exactly that: in another case, or with spaces or NULs
+// around it.
+func looksLikeCall(method string) bool {
+	return strings.EqualFold(strings.Trim(method, " \t\r\n\x00"), "tools/call")
 }
 
 // call holds a tools/call until the broker has decided it. What the rules

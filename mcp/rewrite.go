@@ -28,9 +28,15 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		if session == "" {
 			session = requested
 		}
-		if h.Catalog != nil && session != "" {
+		if session == "" {
+			return
+		}
+		if h.Catalog != nil {
 			h.Catalog.Detach(session)
 		}
+		h.mu.Lock()
+		h.retire(session)
+		h.mu.Unlock()
 	}
 	listSpan, ok := jsonrpc.FieldSpan(m.Params, "mcpServers")
 	if !ok {
@@ -125,6 +131,17 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 		}
 	}
 	return jsonrpc.Splice(m.Raw, edits), note, established, nil
+}
+
+// retire forgets the tokens of a session's earlier set-ups: a set-up being
+// established replaces them. Called with h.mu held.
+func (h *Hub) retire(session string) {
+	for token, l := range h.links {
+		if l.session == session {
+			l.retired = true
+			delete(h.links, token)
+		}
+	}
 }
 
 // entry is what the rewrite reads of an mcpServers entry.

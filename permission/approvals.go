@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/rules"
 )
 
@@ -128,9 +130,10 @@ func (a *approvals) note(sessionID, what string, args json.RawMessage, allowed b
 }
 
 // take consumes the oldest answer that covers an action, and says whether
-// it allowed it. An MCP call whose session the broker does not know yet
-// (sessionID "") matches answers of any session; terminals and writes are
-// never looked up without their session.
+// it allowed it. Nothing is looked up without its session: an MCP call
+// whose session the broker does not know yet (its set-up not answered)
+// cannot follow an ACP request of that session, and an answer given in
+// another session covers nothing of this one.
 func (a *approvals) take(sessionID, what string, args json.RawMessage) (found, allowed bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -140,10 +143,10 @@ func (a *approvals) take(sessionID, what string, args json.RawMessage) (found, a
 		want = json.RawMessage("{}") // a call without arguments has none
 	}
 	for i, ap := range a.list {
-		if ap.what != what || (sessionID != "" && ap.session != sessionID) {
+		if ap.what != what || sessionID == "" || ap.session != sessionID {
 			continue
 		}
-		if ap.args != nil && !bytes.Equal(ap.args, want) {
+		if ap.args != nil && (!bytes.Equal(ap.args, want) || bytes.Equal(want, unreadableArgs)) {
 			continue
 		}
 		a.list = append(a.list[:i], a.list[i+1:]...)
@@ -160,19 +163,37 @@ func (a *approvals) expire() {
 	a.list = a.list[cut:]
 }
 
-// canonicalJSON re-encodes a JSON value with sorted keys, so equal values
-// compare equal; nil for nothing or invalid JSON.
+// canonicalJSON re-encodes a JSON value with sorted keys and every number
+// as written, so equal values compare equal; nil for nothing. Numbers are
+// not compared as float64: 9007199254740993 and 9007199254740992 are one
+// float64 but two ids to a server that reads integers, and 1e999 is none.
+// A value that cannot be read exactly (a repeated key, invalid JSON) is
+// unreadableArgs, which covers and is covered by nothing.
 func canonicalJSON(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
+	if jsonrpc.Strict(raw) != nil {
+		return unreadableArgs
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
+	if dec.Decode(&v) != nil {
+		return unreadableArgs
 	}
 	if m, ok := v.(map[string]any); ok && len(m) == 0 {
 		return json.RawMessage("{}")
 	}
-	out, _ := json.Marshal(v)
+	out, err := json.Marshal(v)
+	if err != nil || bytes.ContainsRune(out, utf8.RuneError) {
+		// U+FFFD is also what invalid UTF-8 and lone surrogates ("\ud800")
+		// decode to: two different strings would compare equal.
+		return unreadableArgs
+	}
 	return out
 }
+
+// unreadableArgs stands for arguments that cannot be compared; it is not
+// JSON, so no canonical value equals it.
+var unreadableArgs = json.RawMessage("\x00unreadable")

@@ -86,3 +86,43 @@ func TestNoteRequestCoversWhatTheRequestShowed(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPApprovalComparesArgumentsExactly: an answer given for an MCP call
+// with the arguments shown covers only a call whose arguments every server
+// reads alike: the same keys and strings (however escaped, in any order),
+// numbers as written. Arguments that cannot be compared (1e999 to a
+// float64, a repeated key, text that decodes to U+FFFD) cover nothing and
+// are covered by nothing but an answer that showed no arguments.
+func TestMCPApprovalComparesArgumentsExactly(t *testing.T) {
+	for _, c := range []struct {
+		name, shown, called string
+		covers              bool
+	}{
+		{"same", `{"a":1,"b":"x"}`, `{"a":1,"b":"x"}`, true},
+		{"key order and escapes", `{"a":1,"b":"x"}`, `{"b":"\u0078", "a":1}`, true},
+		{"no arguments", `{}`, ``, true},
+		{"another value", `{"a":1}`, `{"a":2}`, false},
+		{"1 and 1.0", `{"a":1}`, `{"a":1.0}`, false},
+		{"integers one float64 apart", `{"id":9007199254740992}`, `{"id":9007199254740993}`, false},
+		{"shown unreadable as a float64", `{"a":1,"pad":1e999}`, `{"a":666}`, false},
+		{"called unreadable as a float64", `{}`, `{"pad":1e999}`, false},
+		{"both unreadable", `{"pad":1e999,"a":"a","a":"b"}`, `{"pad":1e999,"a":"a","a":"b"}`, false},
+		{"repeated key shown", `{"a":"safe","a":"evil"}`, `{"a":"evil"}`, false},
+		{"repeated key called", `{"a":"evil"}`, `{"a":"safe","a":"evil"}`, false},
+		{"keys in two cases", `{"path":"a"}`, `{"path":"a","Path":"b"}`, false},
+		{"nested repeated key", `{"o":{"k":1}}`, `{"o":{"k":1,"k":1}}`, false},
+		{"lone surrogate and U+FFFD", `{"a":"\ufffd"}`, `{"a":"\ud800"}`, false},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", "{\"a\":\"\xfe\"}", false},
+	} {
+		var a approvals
+		a.note("s1", "mcp notes/t", json.RawMessage(c.shown), true)
+		if found, _ := a.take("s1", "mcp notes/t", json.RawMessage(c.called)); found != c.covers {
+			t.Errorf("%s: %s covers %s: %v, want %v", c.name, c.shown, c.called, found, c.covers)
+		}
+	}
+	var a approvals
+	a.note("s1", "mcp notes/t", nil, true)
+	if found, _ := a.take("s1", "mcp notes/t", json.RawMessage(`{"pad":1e999}`)); !found {
+		t.Error("an answer that showed no arguments covers any call of the tool")
+	}
+}

@@ -41,10 +41,13 @@ func TestApprovalsCoverOneMatchingCall(t *testing.T) {
 		t.Error("one approval covered two calls")
 	}
 
-	// A request that showed no arguments covers a call with any; a call
-	// whose session is not known yet matches any session.
+	// A request that showed no arguments covers a call with any, of its
+	// session only: a call whose session is not known yet matches none.
 	a.note("s1", mcpApproval(notes), nil, true)
-	if found, _ := a.take("", mcpApproval(notes), json.RawMessage(`{"anything":1}`)); !found {
+	if found, _ := a.take("", mcpApproval(notes), json.RawMessage(`{"anything":1}`)); found {
+		t.Error("a call of a session not known yet was covered by another session's answer")
+	}
+	if found, _ := a.take("s1", mcpApproval(notes), json.RawMessage(`{"anything":1}`)); !found {
 		t.Error("an approval without arguments did not cover the call")
 	}
 
