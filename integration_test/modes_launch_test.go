@@ -68,3 +68,24 @@ func TestModesNeverReplaceTheBrokersLaunch(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptEditsNeverAllowsAPathItDidNotRead: accept-edits allows an edit
+// or a move only where every path it writes is inside the session's
+// directories. A move whose locations name a file inside but whose rawInput
+// names its destination in a member the broker does not read
+// ("destination", "newPath", "target_dir") may write outside: it is asked.
+// An ordinary Claude Code edit (old_string, new_string holding slashes) is
+// still allowed.
+func TestAcceptEditsNeverAllowsAPathItDidNotRead(t *testing.T) {
+	t.Parallel()
+	move := func(input string) string {
+		return `{"toolCallId":"m1","title":"Move src/a.txt","kind":"move","rawInput":` + input + `,"locations":[{"path":"$CWD/src/a.txt"}]}`
+	}
+	d := startDecider(t, deciderOptions{rules: decideRules, args: []string{"--mode", "accept-edits"}})
+	d.play(t, []decideCase{
+		{name: "destination", req: permission("1", move(`{"source":"$CWD/src/a.txt","destination":"$HOME/.ssh/authorized_keys"}`), claudeOptions), answer: answer("1", "reject")},
+		{name: "camel_case", req: permission("2", move(`{"sourcePath":"src/a.txt","newPath":"../../outside.txt"}`), claudeOptions), answer: answer("2", "reject")},
+		{name: "list", req: permission("3", move(`{"target_dir":["/tmp/evil"]}`), claudeOptions), answer: answer("3", "reject")},
+		{name: "claude_edit_allowed", req: permission("4", `{"toolCallId":"e1","title":"Edit src/a.txt","kind":"edit","rawInput":{"file_path":"$CWD/src/a.txt","old_string":"// a/b","new_string":"x/y"},"locations":[{"path":"$CWD/src/a.txt"}]}`, claudeOptions), option: "allow"},
+	})
+}
