@@ -121,3 +121,34 @@ func TestChannelSaysWhatAlwaysRemembersWhateverTheOptionSays(t *testing.T) {
 		t.Fatalf("something was remembered: %s", audit)
 	}
 }
+
+// TestOwnPromptTitleIsOneLine: the broker's own prompt for a write or a
+// terminal the agent did not ask about names the path or command, the
+// agent's text, in a title that ends with the broker's reason. A newline or
+// an escape sequence in it must not start a line of its own that reads as
+// the broker's. The write is rejected and never reaches the editor.
+func TestOwnPromptTitleIsOneLine(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: heldRules})
+	const fake = "acp-broker: allowed by your rule docs-write"
+	req := d.expand(writeReq(`1`, `$CWD/notes\n`+fake+`\u001b[8m.md`))
+	d.AgentSend(req)
+	d.EditorRecv() // the held write's tool_call
+	prompt := d.EditorRecv()
+	var m struct {
+		ID     string `json:"id"`
+		Params struct {
+			ToolCall struct {
+				Title string `json:"title"`
+			} `json:"toolCall"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal([]byte(prompt), &m); err != nil {
+		t.Fatal(err)
+	}
+	if title := m.Params.ToolCall.Title; strings.ContainsAny(title, "\n\r\x1b") || !strings.Contains(title, `notes\n`+fake) {
+		t.Errorf("the broker's own prompt title is %q", title)
+	}
+	d.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"outcome":{"outcome":"selected","optionId":"reject_once"}}}`, m.ID))
+	expectError(t, d.AgentRecv(), requestID(t, req), -32000)
+}
