@@ -105,6 +105,9 @@ type deciderOptions struct {
 	// prepare, if set, runs once the directories and files exist, before
 	// the broker starts.
 	prepare func(d *decider)
+	// envFor, if set, is more environment that names the decider's
+	// directories.
+	envFor func(d *decider) []string
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -144,6 +147,9 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	env := append([]string{"XDG_STATE_HOME=" + d.state}, o.env...)
 	if o.prepare != nil {
 		o.prepare(d)
+	}
+	if o.envFor != nil {
+		env = append(env, o.envFor(d)...)
 	}
 	dir := root
 	if o.inProject {

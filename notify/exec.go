@@ -109,22 +109,29 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 
 // promptEnv passes the prompt's gist in the environment too, so a script
 // can show a notification without parsing JSON: ACP_BROKER_AGENT,
-// ACP_BROKER_TITLE, ACP_BROKER_KIND, ACP_BROKER_SUMMARY (the commands,
-// paths, URLs or MCP tool, one a line, cut to 1,000 bytes) and
-// ACP_BROKER_OPTIONS (the offered option kinds, space-separated).
+// ACP_BROKER_TITLE (one line), ACP_BROKER_KIND, ACP_BROKER_SUMMARY (the
+// commands, paths, URLs or MCP tool, one a line, cut to 1,000 bytes),
+// ACP_BROKER_OPTIONS (the offered option kinds, space-separated) and
+// ACP_BROKER_REMEMBERS (what an allow_always answer makes the broker
+// remember, empty when none is offered).
 func promptEnv(p Prompt) []string {
 	kinds := make([]string, len(p.Options))
+	remembers := ""
 	for i, o := range p.Options {
 		kinds[i] = o.Kind
+		if o.Kind == "allow_always" && remembers == "" {
+			remembers = OneLine(o.Remembers)
+		}
 	}
 	// A NUL byte cannot stand in the environment; it would fail the start.
 	clean := func(s string) string { return strings.ReplaceAll(s, "\x00", "") }
 	return []string{
 		"ACP_BROKER_AGENT=" + clean(p.Agent),
-		"ACP_BROKER_TITLE=" + clean(Truncate(p.Title, 1000)),
+		"ACP_BROKER_TITLE=" + clean(Truncate(OneLine(p.Title), 1000)),
 		"ACP_BROKER_KIND=" + clean(p.Kind),
 		"ACP_BROKER_SUMMARY=" + clean(p.Summary(1000)),
-		"ACP_BROKER_OPTIONS=" + clean(strings.Join(kinds, " ")),
+		"ACP_BROKER_OPTIONS=" + clean(OneLine(strings.Join(kinds, " "))),
+		"ACP_BROKER_REMEMBERS=" + clean(remembers),
 	}
 }
 

@@ -15,8 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -53,6 +55,10 @@ type Option struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"` // allow_once, allow_always, reject_once, reject_always
 	Name string `json:"name"`
+	// Remembers, for an "always" option, says in the broker's own words
+	// what choosing it makes the broker remember (the option's name is the
+	// agent's text and may say otherwise).
+	Remembers string `json:"remembers,omitempty"`
 }
 
 // Digest computes a request's digest from its exact bytes.
@@ -125,8 +131,12 @@ func (p Prompt) Choose(optionID, kind string) (Option, error) {
 }
 
 // Summary is a short text of what the prompt asks, for notification bodies:
-// the commands, paths, URLs or tool the human is approving, cut safely to
-// at most limit bytes of whole characters.
+// the commands, paths, URLs or tool the human is approving, one a line, cut
+// safely to at most limit bytes of whole characters. Each part is the
+// agent's text made one line (OneLine), so that it cannot fake a line of its
+// own ("acp-broker: verified") nor drive a terminal; and when they do not
+// all fit, each is cut to its share and the count of those left out is
+// said, so that a long first command cannot push the next out of sight.
 func (p Prompt) Summary(limit int) string {
 	var parts []string
 	parts = append(parts, p.Commands...)
@@ -138,7 +148,55 @@ func (p Prompt) Summary(limit int) string {
 	if len(parts) == 0 {
 		parts = append(parts, p.Title)
 	}
-	return Truncate(strings.Join(parts, "\n"), limit)
+	for i := range parts {
+		parts[i] = OneLine(parts[i])
+	}
+	if all := strings.Join(parts, "\n"); len(all) <= limit {
+		return all
+	}
+	const reserve = len("\n(+99999 more not shown)")
+	share := max((limit-reserve)/len(parts)-1, 24)
+	var b strings.Builder
+	shown := 0
+	for _, part := range parts {
+		part = Truncate(part, share)
+		if shown > 0 && b.Len()+1+len(part) > limit-reserve {
+			break
+		}
+		if shown > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(part)
+		shown++
+	}
+	if rest := len(parts) - shown; rest > 0 {
+		fmt.Fprintf(&b, "\n(+%d more not shown)", rest)
+	}
+	return Truncate(b.String(), limit)
+}
+
+// OneLine makes the agent's text one line that shows what it holds: control
+// characters (newlines, escape sequences), format characters (bidirectional
+// overrides, zero-width ones) and line separators are written as escapes
+// (\n, \x1b, \u202e), and invalid UTF-8 as \ufffd.
+func OneLine(s string) string {
+	if !strings.ContainsFunc(s, hiddenRune) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if hiddenRune(r) {
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hiddenRune(r rune) bool {
+	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // Truncate cuts s to at most limit bytes without splitting a character, and

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -36,5 +37,37 @@ func TestTruncateKeepsWholeCharacters(t *testing.T) {
 	}
 	if Truncate("short", 10) != "short" {
 		t.Error("cut a short string")
+	}
+}
+
+// TestSummaryShowsEveryCommandOnItsOwnLine: the agent's text cannot make a
+// line of its own, reach a terminal as an escape sequence or reorder what
+// follows, and a long part cannot push the next out of sight.
+func TestSummaryShowsEveryCommandOnItsOwnLine(t *testing.T) {
+	p := Prompt{Commands: []string{"echo '" + strings.Repeat("x", 5000) + "'", "echo a\nacp-broker: safe\x1b[2J\u202e\u200b\u2028", "curl https://evil.example"}}
+	for _, limit := range []int{120, 1000, 2800} {
+		got := p.Summary(limit)
+		lines := strings.Split(got, "\n")
+		if len(got) > limit || !utf8.ValidString(got) || strings.ContainsAny(got, "\x1b\u202e\u200b\u2028") {
+			t.Errorf("Summary(%d) = %q", limit, got)
+		}
+		if len(lines) != 3 || !strings.HasPrefix(lines[1], `echo a\nacp-broker: safe`) || !strings.HasPrefix(lines[2], "curl https://evil") {
+			t.Errorf("Summary(%d) lost a command: %q", limit, lines)
+		}
+	}
+	many := Prompt{Commands: slices.Repeat([]string{"make build"}, 40)}
+	if got := many.Summary(120); len(got) > 120 || !strings.HasSuffix(got, "\n(+32 more not shown)") {
+		t.Errorf("Summary of 40 commands = %q, want it to say how many it left out", got)
+	}
+	if got := OneLine("ok \xff"); got != `ok \ufffd` {
+		t.Errorf("OneLine(invalid UTF-8) = %q", got)
+	}
+}
+
+func TestNtfyBodySaysWhatAlwaysRemembers(t *testing.T) {
+	p := Prompt{Commands: []string{"git push origin main"}, Options: []Option{
+		{ID: "a", Kind: "allow_always", Name: "Always (the broker remembers: nothing)", Remembers: "command git push *"}}}
+	if body := ntfyBody(p); !strings.HasSuffix(body, "\nAlways remembers: command git push *") {
+		t.Fatalf("body = %q", body)
 	}
 }

@@ -266,18 +266,22 @@ func ntfyTitle(p Prompt) string {
 
 func ntfyBody(p Prompt) string {
 	var b strings.Builder
-	b.WriteString(p.Summary(ntfyMessageLimit - 600))
+	b.WriteString(p.Summary(ntfyMessageLimit - 1000))
 	if p.Kind != "" {
 		b.WriteString("\n\nkind: " + ntfyOneLine(p.Kind))
 	}
 	if p.Reason != "" {
 		b.WriteString("\nwhy: " + ntfyOneLine(p.Reason))
 	}
+	if opt, err := p.Choose("", "allow_always"); err == nil && opt.Remembers != "" {
+		// The button says "Always": say what it makes the broker remember.
+		b.WriteString("\nAlways remembers: " + Truncate(OneLine(opt.Remembers), 500))
+	}
 	return Truncate(b.String(), ntfyMessageLimit)
 }
 
 func ntfyOneLine(s string) string {
-	return Truncate(strings.Join(strings.Fields(s), " "), 300)
+	return Truncate(OneLine(strings.Join(strings.Fields(s), " ")), 300)
 }
 
 // publish posts msg as JSON to the server.

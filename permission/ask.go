@@ -308,17 +308,20 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 	if req.MCP != nil {
 		p.MCP = req.MCP.String()
 	}
+	_, own := c.(*heldPrompt)
 	for _, o := range params.Options {
-		name := o.Name
+		opt := notify.Option{ID: o.OptionID, Kind: o.Kind, Name: o.Name}
 		if o.Kind == "allow_always" || o.Kind == "reject_always" {
 			// Say what the broker will remember, not only what the agent
-			// says its option means (the broker's own prompts say it
-			// already).
-			if covers := alwaysCovers(req, o.Kind); !strings.Contains(name, covers) {
-				name += " (the broker remembers: " + covers + ")"
+			// says its option means: the agent's name may quote it among
+			// words that say otherwise. (The broker's own prompts say it
+			// in the name already.)
+			opt.Remembers = alwaysCovers(req, o.Kind)
+			if !own {
+				opt.Name += " (the broker remembers: " + opt.Remembers + ")"
 			}
 		}
-		p.Options = append(p.Options, notify.Option{ID: o.OptionID, Kind: o.Kind, Name: name})
+		p.Options = append(p.Options, opt)
 	}
 	if a.Timeout > 0 {
 		p.Deadline = time.Now().Add(a.Timeout).UTC()

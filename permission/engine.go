@@ -12,6 +12,7 @@ import (
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/mcp"
+	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
 )
@@ -540,11 +541,13 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		refuse("not asked", "no rule allows this, no permission request of the agent covers it, and nobody can be asked: the request names no session")
 		return
 	}
+	// The title names the agent's path or command: one line (notify.OneLine),
+	// so that it cannot add a line that reads as the broker's.
 	o := ownPrompt{session: c.Session.ID, rawInput: c.Params}
 	if c.Method == "fs/write_text_file" {
-		o.what, o.kind, o.title = "write", "edit", "Write (held by acp-broker: "+v.Reason+")"
+		o.what, o.kind, o.title = "write", "edit", "Write (held by acp-broker: "+notify.OneLine(v.Reason)+")"
 		for _, path := range req.Paths {
-			o.title = fmt.Sprintf("Write %s (held by acp-broker: %s)", path.Abs, v.Reason)
+			o.title = fmt.Sprintf("Write %s (held by acp-broker: %s)", notify.OneLine(path.Abs), notify.OneLine(v.Reason))
 			o.locations = append(o.locations, path.Abs)
 		}
 	} else {
@@ -555,7 +558,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 				cmds = append(cmds, strings.Join(sc.Argv, " "))
 			}
 		}
-		o.title = fmt.Sprintf("Run %s in %s (held by acp-broker: %s)", strings.Join(cmds, "; "), req.Dir, v.Reason)
+		o.title = notify.OneLine(fmt.Sprintf("Run %s in %s (held by acp-broker: %s)", strings.Join(cmds, "; "), req.Dir, v.Reason))
 	}
 	remember := e.rememberer(c.Session, req, p.Remember, nil)
 	go func() {

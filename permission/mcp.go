@@ -9,6 +9,7 @@ import (
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/mcp"
+	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
 )
@@ -119,7 +120,7 @@ func (e *Engine) Ask(ctx context.Context, c mcp.Call) mcp.Verdict {
 	o := ownPrompt{
 		session:  c.Session,
 		what:     "mcp",
-		title:    fmt.Sprintf("MCP %s (held by acp-broker: %s)", req.MCP.String(), v.Reason),
+		title:    notify.OneLine(fmt.Sprintf("MCP %s (held by acp-broker: %s)", req.MCP.String(), v.Reason)),
 		kind:     "other",
 		rawInput: args,
 	}

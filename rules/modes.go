@@ -11,7 +11,9 @@ import (
 //
 //   - default: the verdict as it is.
 //   - accept-edits: edits and moves inside the session's directories that
-//     only a default asked about are allowed too; protected paths never are.
+//     only a default asked about are allowed too; protected paths never
+//     are, nor a request with a path-like rawInput member the broker does
+//     not read (a move's "destination").
 //   - plan: only what reads is allowed; everything else is denied without
 //     asking.
 //   - dont-ask: whatever would be asked is denied, for headless runs.
@@ -58,7 +60,8 @@ func modeVerdict(v Verdict, d Decision, mode, reason string) Verdict {
 // default, to a path inside the session's directory or its additional ones:
 // the session's own, whatever directory the request says it runs in.
 func editsInside(v Verdict, req *Request) bool {
-	if v.Source != "default" {
+	if v.Source != "default" || len(req.UnreadPaths) > 0 {
+		// A path the broker did not read may be outside them.
 		return false
 	}
 	roots := append([]string{req.ctx.Cwd}, req.ctx.Roots...)

@@ -67,3 +67,24 @@ command = "git push --force *"
 		}
 	}
 }
+
+func TestUnreadPathMembers(t *testing.T) {
+	for input, want := range map[string]bool{
+		`{"destination":"/home/u/.ssh/authorized_keys"}`: true,
+		`{"newPath":"../x"}`:                             true,
+		`{"target_dir":["a/b"]}`:                         true,
+		`{"to":"~/x"}`:                                   true,
+		`{"old_string":"// a/b","new_string":"x/y"}`:     false,
+		`{"new_source":"import os\nos.path"}`:            false,
+		`{"destination":"somewhere else"}`:               false,
+		`{"file_path":"/x","command":"ls /"}`:            false,
+	} {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(input), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(unreadPaths(m)) > 0; got != want {
+			t.Errorf("unreadPaths(%s) = %v, want %v", input, unreadPaths(m), want)
+		}
+	}
+}

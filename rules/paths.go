@@ -215,6 +215,36 @@ var editorConfigs = []string{"zed", "nvim", "emacs"}
 // the home directory.
 var editorHomeConfigs = []string{"~/.jetbrains", "~/.jetbrains/**", "~/.emacs", "~/.emacs.el", "~/.emacs.d", "~/.emacs.d/**"}
 
+// shellStartupFiles set the environment the editor, launched from a login
+// shell or reading one (Zed does), starts the broker with: a PATH entry or
+// an alias there puts another program in the broker's place.
+var shellStartupFiles = []string{"~/.profile", "~/.bash_profile", "~/.bash_login", "~/.bashrc",
+	"~/.zshenv", "~/.zprofile", "~/.zshrc", "~/.zlogin", "~/.pam_environment"}
+
+// shellConfigs are the same, as directories under ~/.config (and
+// $XDG_CONFIG_HOME).
+var shellConfigs = []string{"fish", "environment.d"}
+
+// launchNames are the program names the editor starts the broker by: a file
+// of that name in a directory of $PATH shadows the broker (or stands in for
+// it), wherever the broker itself is installed.
+func launchNames() []string {
+	names := []string{"acp-broker"}
+	for _, exe := range brokerExecutable() {
+		names = append(names, filepath.Base(exe))
+	}
+	var out []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		for _, name := range slices.Compact(slices.Sorted(slices.Values(names))) {
+			out = append(out, escapeGlob(filepath.Join(filepath.Clean(dir), name)))
+		}
+	}
+	return out
+}
+
 // newProtectedPaths builds the protected set; brokerFiles are the broker's
 // own config, trust and state locations (directories protect everything
 // below them).
@@ -243,7 +273,9 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 	// A file named HEAD makes its directory a git repository (with objects/
 	// beside it), whose config can run programs (gitDirectoryAt).
 	writeOnly := append([]string{"**/.git", "**/.git/**", "**/HEAD"}, editorHomeConfigs...)
-	pp.markers = append(pp.markers, "head")
+	writeOnly = append(writeOnly, shellStartupFiles...)
+	writeOnly = append(writeOnly, launchNames()...)
+	pp.markers = append(pp.markers, "head", ".profile", ".bash", ".zsh", "fish", "environment")
 	for _, exe := range brokerExecutable() {
 		writeOnly = append(writeOnly, escapeGlob(exe))
 		pp.markers = append(pp.markers, strings.ToLower(filepath.Base(exe)))
@@ -253,7 +285,7 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 		configDirs = append(configDirs, escapeGlob(filepath.Clean(xdg)))
 	}
 	for _, dir := range configDirs {
-		for _, editor := range editorConfigs {
+		for _, editor := range append(slices.Clone(editorConfigs), shellConfigs...) {
 			writeOnly = append(writeOnly, dir+"/"+editor, dir+"/"+editor+"/**")
 		}
 	}

@@ -73,6 +73,11 @@ type Request struct {
 	// Conflicts lists where the request's sources disagree (its title and
 	// its input, or two names for its tool). Such a request is never allowed.
 	Conflicts []string
+	// UnreadPaths are rawInput members the broker does not read whose name
+	// and value look like a path (a move's "destination", "target_dir"):
+	// what the request writes may be there, so accept-edits does not allow
+	// it.
+	UnreadPaths []string
 
 	ctx Context
 }
@@ -149,7 +154,64 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	if ownDir {
 		r.addWorkDir()
 	}
+	r.UnreadPaths = unreadPaths(input)
 	return r
+}
+
+// readInputMembers are the rawInput members ReadToolCall reads.
+var readInputMembers = []string{"command", "cwd", "file_path", "path", "notebook_path", "changes", "url", "server", "tool"}
+
+// pathWords are the words of a member name that say it names a file.
+var pathWords = []string{"path", "paths", "file", "files", "filename", "dest", "destination", "target", "source", "src",
+	"dir", "directory", "folder", "location", "to", "from", "output", "out"}
+
+// unreadPaths lists the rawInput members not read whose name has a path
+// word (destination_path, newName, to) and whose value, or an element of
+// it, is one line that looks like a path ("/x", "~/x", "./x", "a/b").
+func unreadPaths(input map[string]json.RawMessage) []string {
+	var out []string
+	for key, raw := range input {
+		if slices.Contains(readInputMembers, key) || !hasPathWord(key) {
+			continue
+		}
+		var values []string
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			values = []string{one}
+		} else {
+			_ = json.Unmarshal(raw, &values)
+		}
+		if slices.ContainsFunc(values, looksLikePath) {
+			out = append(out, "rawInput."+key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func hasPathWord(key string) bool {
+	var words []string
+	start := 0
+	for i, c := range key {
+		switch {
+		case c == '_' || c == '-':
+			words = append(words, key[start:i])
+			start = i + 1
+		case c >= 'A' && c <= 'Z' && i > start:
+			words = append(words, key[start:i])
+			start = i
+		}
+	}
+	words = append(words, key[start:])
+	return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(pathWords, strings.ToLower(w)) })
+}
+
+func looksLikePath(v string) bool {
+	if v == "" || strings.ContainsAny(v, "\n\r") {
+		return false
+	}
+	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~") || strings.HasPrefix(v, ".") ||
+		(strings.Contains(v, "/") && !strings.ContainsAny(v, " \t"))
 }
 
 // AddEnvironment gives the request's commands an environment of NAME=value

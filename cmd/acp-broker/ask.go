@@ -110,6 +110,11 @@ func newPendingCmd(stdout io.Writer) *cobra.Command {
 			for _, p := range pending {
 				var opts []string
 				for _, o := range p.Options {
+					if o.Remembers != "" && o.Kind == "allow_always" {
+						// What `answer ID always` makes the broker remember.
+						opts = append(opts, o.Kind+" (remembers: "+o.Remembers+")")
+						continue
+					}
 					opts = append(opts, o.Kind)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.ID), printable(p.Agent), printable(p.Kind),
@@ -124,7 +129,9 @@ func newPendingCmd(stdout io.Writer) *cobra.Command {
 // so a hostile title cannot drive the terminal it is printed on.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		// Format characters too: a bidirectional override reorders what
+		// follows it on screen.
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError {
 			return '?'
 		}
 		return r
