@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -181,6 +182,9 @@ for line in sys.stdin:
 // be allowed as read-only: both are asked, and the rejected call never
 // reaches the server.
 func TestMCPToolListedTwoWaysIsNotRelaxed(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatalf("this test runs a hostile MCP server in python3, which is not on PATH (.ci/run installs it): %v", err)
+	}
 	t.Parallel()
 	script := filepath.Join(t.TempDir(), "paging.py")
 	if err := os.WriteFile(script, []byte(pagingServer), 0o600); err != nil {
