@@ -176,10 +176,6 @@ func Namesakes(obj json.RawMessage, names ...string) [][]Namesake {
 	if s.pos < len(obj) && obj[s.pos] == '}' {
 		return out
 	}
-	want := make([]string, len(names))
-	for i, n := range names {
-		want[i] = foldName(n)
-	}
 	for {
 		got, err := s.key()
 		if err != nil {
@@ -189,7 +185,8 @@ func Namesakes(obj json.RawMessage, names ...string) [][]Namesake {
 		if err := s.skipValue(1); err != nil {
 			return nil
 		}
-		if i := slices.Index(want, foldName(got)); i >= 0 {
+		// strings.EqualFold folds as foldName does, without allocating.
+		if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, got) }); i >= 0 {
 			out[i] = append(out[i], Namesake{Name: got, Value: obj[start:s.pos]})
 		}
 		done, err := s.endOfMember('}')

@@ -355,14 +355,13 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 		case jsonrpc.Notification:
 			switch m.Method {
 			case "session/update":
-				if namesOwnToolCall(m.Params, "update") {
+				if b.tracker.update(m.Params) {
 					// What the broker shows the human of a request it
 					// holds is the broker's to say.
 					b.log.Warn("dropped an agent update about a tool call of the broker's")
 					b.trace.record("agent->broker", frame, "dropped: the tool call id is reserved for the broker")
 					continue
 				}
-				b.tracker.update(m.Params)
 			case "$/cancel_request":
 				if b.agentCancelled(m.Params) {
 					continue

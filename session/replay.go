@@ -70,8 +70,8 @@ func (r *Replay) Record(line []byte) {
 		case jsonrpc.Response:
 			r.t.agentResponse(m)
 		case jsonrpc.Notification:
-			if m.Method == "session/update" && (to != "" || !namesOwnToolCall(m.Params, "update")) {
-				r.t.update(m.Params)
+			if m.Method == "session/update" {
+				r.t.update(m.Params) // tracks nothing of an update the relay drops
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -492,21 +493,23 @@ func evictOldest(sessions map[string]*sessionState) {
 // another session, to the editor than to the broker (see
 // jsonrpc.Namesakes): every tool call it may name, in every session it may
 // name, is then marked Ambiguous, so none of them is decided automatically.
-func (t *tracker) update(params json.RawMessage) {
+func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	top := jsonrpc.Namesakes(params, "sessionId", "update")
 	if top == nil {
-		return
+		return false
 	}
 	sessions, updates := top[0], top[1]
 	sessionRaw, ok1 := jsonrpc.Only(sessions, "sessionId")
 	upd, ok2 := jsonrpc.Only(updates, "update")
 	if !ok1 || !ok2 {
-		t.ambiguousUpdate(sessions, updates)
-		return
+		return t.ambiguousUpdate(sessions, updates)
 	}
 	inner := jsonrpc.Namesakes(upd, "sessionUpdate", "toolCallId")
 	if inner == nil {
-		return
+		return false
+	}
+	if namesOwnID(inner[1]) {
+		return true
 	}
 	kindRaw, ok3 := jsonrpc.Only(inner[0], "sessionUpdate")
 	idRaw, ok4 := jsonrpc.Only(inner[1], "toolCallId")
@@ -514,8 +517,7 @@ func (t *tracker) update(params json.RawMessage) {
 		_, ok4 = stringValue(idRaw) // a number is "1" to a JavaScript editor
 	}
 	if !ok3 || (len(inner[1]) > 0 && !ok4) {
-		t.ambiguousUpdate(sessions, updates)
-		return
+		return t.ambiguousUpdate(sessions, updates)
 	}
 	switch kind, _ := stringValue(kindRaw); kind {
 	case "tool_call", "tool_call_update":
@@ -524,14 +526,46 @@ func (t *tracker) update(params json.RawMessage) {
 	}
 	sessionID, ok := stringValue(sessionRaw)
 	if !ok {
-		return
+		return false
 	}
 	t.mergeToolCall(sessionID, upd, false)
+	return false
+}
+
+// namesOwnID reports whether any of a tool call's toolCallId namesakes is
+// one of the broker's own ids.
+func namesOwnID(ids []jsonrpc.Namesake) bool {
+	for _, id := range ids {
+		if s, ok := stringValue(id.Value); ok && strings.HasPrefix(s, ownIDPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // ambiguousUpdate marks every tool call a session/update that peers may
-// read differently may name, in every session it may name, Ambiguous.
-func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) {
+// read differently may name, in every session it may name, Ambiguous. It
+// reports whether any of them is a tool call of the broker's own, and then
+// marks nothing: the broker drops such an update.
+func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) (ownToolCall bool) {
+	var ids []string
+	for _, upd := range updates {
+		names := jsonrpc.Namesakes(upd.Value, "toolCallId")
+		if names == nil {
+			if bytes.Contains(upd.Value, []byte(ownIDPrefix)) {
+				return true // not readable: it may name one
+			}
+			continue
+		}
+		if namesOwnID(names[0]) {
+			return true
+		}
+		for _, tc := range names[0] {
+			if id := toolCallKey(tc.Value); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, sess := range sessions {
@@ -539,18 +573,11 @@ func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) {
 		if !ok {
 			continue
 		}
-		for _, upd := range updates {
-			ids := jsonrpc.Namesakes(upd.Value, "toolCallId")
-			if ids == nil {
-				continue
-			}
-			for _, tc := range ids[0] {
-				if id := toolCallKey(tc.Value); id != "" {
-					t.toolCallLocked(t.session(sessionID), id).Ambiguous = true
-				}
-			}
+		for _, id := range ids {
+			t.toolCallLocked(t.session(sessionID), id).Ambiguous = true
 		}
 	}
+	return false
 }
 
 // ToolCallFields are the members of ACP's ToolCall and ToolCallUpdate. A
