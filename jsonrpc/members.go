@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -165,36 +166,68 @@ type Namesake struct {
 // something else to a peer. It returns nil when obj is not an object or
 // cannot be scanned.
 func Namesakes(obj json.RawMessage, names ...string) [][]Namesake {
+	out, _ := NestedNamesakes(obj, names, -1)
+	return out
+}
+
+// NestedNamesakes is Namesakes of obj for names, and, for each member
+// counted under names[within] whose value is an object, Namesakes of that
+// value for inner, in the same one pass over obj: nested holds one entry per
+// such member, in order. A peer may read any of them, and a value large
+// enough to matter (a streamed chunk) is then read once, not twice.
+func NestedNamesakes(obj json.RawMessage, names []string, within int, inner ...string) (outer [][]Namesake, nested [][][]Namesake) {
 	s := scanner{data: obj}
 	s.skipSpace()
 	if s.pos >= len(obj) || obj[s.pos] != '{' {
-		return nil
+		return nil, nil
 	}
-	s.pos++
+	outer, err := s.namesakes(names, within, inner, &nested, 1)
+	if err != nil {
+		return nil, nil
+	}
+	return outer, nested
+}
+
+// namesakes scans the object at s.pos for NestedNamesakes, leaving s.pos
+// after it.
+func (s *scanner) namesakes(names []string, within int, inner []string, nested *[][][]Namesake, depth int) ([][]Namesake, error) {
+	if depth > maxDepth {
+		return nil, errors.New("nested too deeply")
+	}
+	s.pos++ // the opening brace
 	out := make([][]Namesake, len(names))
 	s.skipSpace()
-	if s.pos < len(obj) && obj[s.pos] == '}' {
-		return out
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+		return out, nil
 	}
 	for {
 		got, err := s.key()
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		start := s.pos
-		if err := s.skipValue(1); err != nil {
-			return nil
-		}
 		// strings.EqualFold folds as foldName does, without allocating.
-		if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, got) }); i >= 0 {
-			out[i] = append(out[i], Namesake{Name: got, Value: obj[start:s.pos]})
+		i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, got) })
+		s.skipSpace()
+		if i >= 0 && i == within && s.pos < len(s.data) && s.data[s.pos] == '{' {
+			in, err := s.namesakes(inner, -1, nil, nil, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			*nested = append(*nested, in)
+		} else if err := s.skipValue(depth); err != nil {
+			return nil, err
+		}
+		if i >= 0 {
+			out[i] = append(out[i], Namesake{Name: got, Value: s.data[start:s.pos]})
 		}
 		done, err := s.endOfMember('}')
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		if done {
-			return out
+			return out, nil
 		}
 	}
 }

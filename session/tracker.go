@@ -494,7 +494,9 @@ func evictOldest(sessions map[string]*sessionState) {
 // jsonrpc.Namesakes): every tool call it may name, in every session it may
 // name, is then marked Ambiguous, so none of them is decided automatically.
 func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
-	top := jsonrpc.Namesakes(params, "sessionId", "update")
+	// One pass over the params, the update's own members included: a
+	// streamed chunk is skipped once.
+	top, nested := jsonrpc.NestedNamesakes(params, []string{"sessionId", "update"}, 1, "sessionUpdate", "toolCallId")
 	if top == nil {
 		return false
 	}
@@ -504,10 +506,10 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	if !ok1 || !ok2 {
 		return t.ambiguousUpdate(sessions, updates)
 	}
-	inner := jsonrpc.Namesakes(upd, "sessionUpdate", "toolCallId")
-	if inner == nil {
-		return false
+	if len(nested) != 1 {
+		return false // the update is not an object
 	}
+	inner := nested[0]
 	if namesOwnID(inner[1]) {
 		return true
 	}
