@@ -3,8 +3,8 @@
 // as defense in depth, the fs/write_text_file and terminal/create requests
 // the agent sends without asking, which go on only when the rules allow them
 // or an allowed permission request of the agent covers them, and are asked
-// with the broker's own prompt otherwise. It keeps the rules fresh as their files change,
-// routes what they leave open to the editor and the notify channels (first
+// with the broker's own prompt otherwise. It keeps the rules fresh as their
+// files change, routes what they leave open to the editor and the notify channels (first
 // answer wins), remembers "always" answers, and writes the audit log.
 //
 // It plugs into the relay through session.Policy and decides on the merged

@@ -4,10 +4,14 @@
 // agent's request may be answered by someone other than the editor.
 //
 // It reads copies of the messages it tracks and forwards the original bytes,
-// except for the session set-up requests a Setup rewrites; the only messages
-// it writes itself are answers to intercepted requests, error responses when
-// a peer cannot answer, and the broker's own requests and notifications to
-// the editor. It decides nothing: decisions belong to the Policy.
+// except for the session set-up requests a Setup rewrites; it refuses what a
+// peer could read otherwise than the broker does (see jsonrpc), and drops
+// agent updates about the tool calls it shows for requests it holds. The
+// only messages it writes itself are answers to intercepted requests, error
+// responses when a peer cannot answer, the broker's own requests and
+// notifications to the editor, and a request whose id the editor may still
+// answer for a withdrawn prompt, sent under a fresh id of the broker's. It
+// decides nothing: decisions belong to the Policy.
 package session
 
 import (
