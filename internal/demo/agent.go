@@ -229,20 +229,8 @@ func (t *turn) play(ctx context.Context) error {
 		// Asked first, as real agents do: a broker lets through the writes
 		// that an answer allowed, and asks about any other itself.
 		status := filepath.Join(t.cwd, statusFile)
-		write := acp.ToolCallUpdate{
-			ToolCallId: "call_2",
-			Title:      acp.Ptr("Write " + statusFile),
-			Kind:       acp.Ptr(acp.ToolKindEdit),
-			Status:     acp.Ptr(acp.ToolCallStatusPending),
-			Locations:  []acp.ToolCallLocation{{Path: status}},
-			RawInput:   map[string]any{"file_path": status},
-		}
-		if err := t.update(ctx, acp.StartToolCall(write.ToolCallId, *write.Title,
-			acp.WithStartKind(*write.Kind),
-			acp.WithStartStatus(*write.Status),
-			acp.WithStartLocations(write.Locations),
-			acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(status, gitStatusOutput)}),
-			acp.WithStartRawInput(write.RawInput))); err != nil {
+		write, err := t.announceEdit(ctx, "call_2", "Write "+statusFile, status, acp.ToolDiffContent(status, gitStatusOutput))
+		if err != nil {
 			return err
 		}
 		allowed, err := t.ask(ctx, write)
@@ -316,20 +304,8 @@ func (t *turn) play(ctx context.Context) error {
 
 	// An edit: announced with its diff, then asked about.
 	newNotes := strings.TrimRight(oldNotes, "\n") + "\n- The working tree is clean.\n"
-	edit := acp.ToolCallUpdate{
-		ToolCallId: "call_6",
-		Title:      acp.Ptr("Edit " + notesFile),
-		Kind:       acp.Ptr(acp.ToolKindEdit),
-		Status:     acp.Ptr(acp.ToolCallStatusPending),
-		Locations:  []acp.ToolCallLocation{{Path: notes}},
-		RawInput:   map[string]any{"file_path": notes},
-	}
-	if err := t.update(ctx, acp.StartToolCall(edit.ToolCallId, *edit.Title,
-		acp.WithStartKind(*edit.Kind),
-		acp.WithStartStatus(*edit.Status),
-		acp.WithStartLocations(edit.Locations),
-		acp.WithStartContent([]acp.ToolCallContent{acp.ToolDiffContent(notes, newNotes, oldNotes)}),
-		acp.WithStartRawInput(edit.RawInput))); err != nil {
+	edit, err := t.announceEdit(ctx, "call_6", "Edit "+notesFile, notes, acp.ToolDiffContent(notes, newNotes, oldNotes))
+	if err != nil {
 		return err
 	}
 	allowed, err = t.ask(ctx, edit)
@@ -391,6 +367,26 @@ func (t *turn) say(ctx context.Context, pieces ...string) error {
 		}
 	}
 	return nil
+}
+
+// announceEdit shows an edit of path, with its diff, in the editor's thread,
+// and returns the tool call to ask about.
+func (t *turn) announceEdit(ctx context.Context, id, title, path string, diff acp.ToolCallContent) (acp.ToolCallUpdate, error) {
+	call := acp.ToolCallUpdate{
+		ToolCallId: acp.ToolCallId(id),
+		Title:      acp.Ptr(title),
+		Kind:       acp.Ptr(acp.ToolKindEdit),
+		Status:     acp.Ptr(acp.ToolCallStatusPending),
+		Locations:  []acp.ToolCallLocation{{Path: path}},
+		RawInput:   map[string]any{"file_path": path},
+	}
+	err := t.update(ctx, acp.StartToolCall(call.ToolCallId, title,
+		acp.WithStartKind(*call.Kind),
+		acp.WithStartStatus(*call.Status),
+		acp.WithStartLocations(call.Locations),
+		acp.WithStartContent([]acp.ToolCallContent{diff}),
+		acp.WithStartRawInput(call.RawInput)))
+	return call, err
 }
 
 func (t *turn) update(ctx context.Context, u acp.SessionUpdate) error {
