@@ -179,15 +179,10 @@ func currentRequest(c *session.Call, ctx rules.Context) func() *rules.Request {
 		return nil
 	}
 	return func() *rules.Request {
-		tc := c.CurrentToolCall()
-		if tc == nil {
-			return nil
+		if tc := c.CurrentToolCall(); tc != nil {
+			return readMerged(tc, ctx)
 		}
-		req := rules.ReadToolCall(tc.Fields, ctx)
-		if tc.Ambiguous {
-			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
-		}
-		return req
+		return nil
 	}
 }
 

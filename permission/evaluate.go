@@ -78,13 +78,7 @@ func Evaluate(in Inputs) Evaluation {
 	ctx := sessionContext(in.Session, in.Mode, in.Home, in.Remembered, in.MCPHints)
 	var req *rules.Request
 	if in.ToolCall != nil {
-		// The merged view: what earlier session/update notifications said
-		// about this tool call, overlaid with the request's own toolCall.
-		req = rules.ReadToolCall(in.ToolCall.Fields, ctx)
-		if in.ToolCall.Ambiguous {
-			req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
-		}
-		req.Conflicts = append(req.Conflicts, in.ToolCall.Disagreements...)
+		req = readMerged(in.ToolCall, ctx)
 	} else {
 		req = rules.ReadToolCallJSON(params.ToolCall, ctx)
 	}
@@ -129,6 +123,19 @@ func Evaluate(in Inputs) Evaluation {
 	}
 	ev.Option = opt
 	return ev
+}
+
+// readMerged reads the tracker's merged view of a tool call (what the
+// agent's session/update notifications said of it, overlaid with the
+// request's own toolCall) into a Request, with what makes it ambiguous or
+// contradict the announcement.
+func readMerged(tc *session.ToolCall, ctx rules.Context) *rules.Request {
+	req := rules.ReadToolCall(tc.Fields, ctx)
+	if tc.Ambiguous {
+		req.NotUnderstood = append(req.NotUnderstood, "a message about this tool call repeats a member")
+	}
+	req.Conflicts = append(req.Conflicts, tc.Disagreements...)
+	return req
 }
 
 // sessionContext is what the rules know of the request's session.

@@ -96,7 +96,9 @@ func (t *ToolCall) clone() *ToolCall {
 	if t == nil {
 		return nil
 	}
-	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous, Disagreements: slices.Clone(t.Disagreements), Announced: maps.Clone(t.Announced)}
+	// Disagreements and Announced belong to the view a request is judged
+	// on (mergeToolCall sets them there), never to the tracked tool call.
+	return &ToolCall{ID: t.ID, Fields: maps.Clone(t.Fields), Ambiguous: t.Ambiguous}
 }
 
 // merge applies a ToolCall or ToolCallUpdate object to the view. A field
