@@ -4,10 +4,8 @@ package integration
 
 import (
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -286,39 +284,7 @@ func TestMCPProxyRefusesCaseVariantEnvelopes(t *testing.T) {
 		rules:      "[[rule]]\nid = \"no-deletes\"\ndecision = \"deny\"\nmcp = \"notes/delete_notes\"\n[[rule]]\ndecision = \"allow\"\nmcp = \"notes/read_note\"\n",
 		mcpServers: notesServer,
 	})
-	d.noisy = true
-	cmd := entryNamed(t, d.setup, "notes").command()
-	in, lines, stderr := startRaw(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	send := func(msg string) {
-		t.Helper()
-		if _, err := io.WriteString(in, msg+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		for lines.Scan() {
-			out <- lines.Text()
-		}
-	}()
-	recv := func() string {
-		t.Helper()
-		select {
-		case line, ok := <-out:
-			if !ok {
-				t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
-			}
-			return line
-		case <-time.After(waitTimeout):
-			t.Fatalf("no answer from the proxy\nstderr:\n%s", stderr.String())
-		}
-		return ""
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	recv()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	send, recv, _ := rawProxy(t, d)
 	del := `{"name":"delete_notes","arguments":{}}`
 	for _, c := range []struct{ name, msg, id string }{
 		{"Method_on_a_ping", `{"jsonrpc":"2.0","id":10,"method":"ping","Method":"tools/call","params":` + del + `}`, "10"},

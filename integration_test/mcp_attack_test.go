@@ -32,12 +32,25 @@ func rawProxy(t *testing.T, d *decider) (send func(string), recv func() string, 
 			t.Fatal(err)
 		}
 	}
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		for lines.Scan() {
+			out <- lines.Text()
+		}
+	}()
 	recv = func() string {
 		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
+		select {
+		case line, ok := <-out:
+			if !ok {
+				t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
+			}
+			return line
+		case <-time.After(waitTimeout):
+			t.Fatalf("no answer from the proxy\nstderr:\n%s", stderr.String())
 		}
-		return lines.Text()
+		return ""
 	}
 	stop = func() string {
 		in.Close()

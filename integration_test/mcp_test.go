@@ -873,26 +873,7 @@ func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
 		rules:      "[[rule]]\nid = \"no-deletes\"\ndecision = \"deny\"\nmcp = \"notes/delete_notes\"\n[[rule]]\ndecision = \"allow\"\nmcp = \"notes/read_note\"\n",
 		mcpServers: notesServer,
 	})
-	d.noisy = true
-	cmd := entryNamed(t, d.setup, "notes").command()
-	in, lines, stderr := startRaw(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	send := func(msg string) {
-		t.Helper()
-		if _, err := io.WriteString(in, msg+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	recv := func() string {
-		t.Helper()
-		if !lines.Scan() {
-			t.Fatalf("the proxy closed its output\nstderr:\n%s", stderr.String())
-		}
-		return lines.Text()
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	recv()
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`)
+	send, recv, stop := rawProxy(t, d)
 
 	for _, c := range []struct{ name, msg string }{
 		{"plain", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"delete_notes","arguments":{}}}`},
@@ -926,16 +907,8 @@ func TestMCPProxyRefusesSmuggledCalls(t *testing.T) {
 	}
 	// The proxy's stderr is copied as it is written: only once it has
 	// exited is all of it in.
-	in.Close()
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	select {
-	case <-exited:
-	case <-time.After(waitTimeout):
-		t.Fatal("the proxy did not exit when its input closed")
-	}
-	if !strings.Contains(stderr.String(), "not JSON-RPC; not relayed") {
-		t.Errorf("no warning for the message the proxy could not read:\n%s", stderr.String())
+	if stderr := stop(); !strings.Contains(stderr, "not JSON-RPC; not relayed") {
+		t.Errorf("no warning for the message the proxy could not read:\n%s", stderr)
 	}
 }
 
