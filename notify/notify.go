@@ -180,12 +180,12 @@ func (p Prompt) Summary(limit int) string {
 // overrides, zero-width ones) and line separators are written as escapes
 // (\n, \x1b, \u202e), and invalid UTF-8 as \ufffd.
 func OneLine(s string) string {
-	if !strings.ContainsFunc(s, hiddenRune) && utf8.ValidString(s) {
+	if !strings.ContainsFunc(s, Hidden) && utf8.ValidString(s) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
-		if hiddenRune(r) {
+		if Hidden(r) {
 			q := strconv.QuoteRuneToASCII(r)
 			b.WriteString(q[1 : len(q)-1])
 			continue
@@ -195,7 +195,10 @@ func OneLine(s string) string {
 	return b.String()
 }
 
-func hiddenRune(r rune) bool {
+// Hidden reports whether a character would not show as itself on a
+// terminal or in a notification: control, format (a bidirectional override
+// reorders what follows) and line or paragraph separators, and U+FFFD.
+func Hidden(r rune) bool {
 	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 

@@ -10,8 +10,6 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -129,9 +127,7 @@ func newPendingCmd(stdout io.Writer) *cobra.Command {
 // so a hostile title cannot drive the terminal it is printed on.
 func printable(s string) string {
 	return strings.Map(func(r rune) rune {
-		// Format characters too: a bidirectional override reorders what
-		// follows it on screen.
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError {
+		if notify.Hidden(r) {
 			return '?'
 		}
 		return r
