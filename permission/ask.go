@@ -96,7 +96,16 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 
 	prompt := e.prompt(a, c, params, req, reason)
 	toEditor := a.Route != "channels"
-	editorAnswered := func(answer *jsonrpc.Message) {
+	// forwardedAt is when the editor was given the request: an answer
+	// sooner than a person can give is warned about (editorAnswered).
+	var forwardedAt atomic.Int64
+	var editorAnswered func(answer *jsonrpc.Message)
+	forward := func() bool {
+		forwardedAt.Store(time.Now().UnixNano())
+		return c.Forward(editorAnswered)
+	}
+	editorAnswered = func(answer *jsonrpc.Message) {
+		took := time.Duration(time.Now().UnixNano() - forwardedAt.Load())
 		r := rec
 		r.Decision = "answered"
 		kind := ""
@@ -110,9 +119,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
 		win(r, kind)
+		if kind != "" {
+			e.editorAnswered(c.SessionID(), rec.ToolCallID, took)
+		}
 	}
 	if toEditor {
-		c.Forward(editorAnswered)
+		forward()
 	}
 
 	channelsAsked := atomic.Bool{}
@@ -129,7 +141,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			// still be asked: the editor is the one place left.
 			go func() {
 				asked.Wait()
-				if ctx.Err() == nil && c.Forward(editorAnswered) {
+				if ctx.Err() == nil && forward() {
 					e.Log.Warn("no channel could get an answer; asking the editor")
 				}
 			}()

@@ -40,6 +40,8 @@ type Engine struct {
 	// about; set by Started.
 	editor   *session.Editor
 	approved approvals
+	// quick notes the sessions whose editor answered faster than a person.
+	quick quickAnswers
 
 	mu sync.Mutex
 	// sessionRules are answers remembered for one session only, by session.
