@@ -120,7 +120,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
 		win(r, kind)
 		if kind != "" {
-			e.editorAnswered(c.SessionID(), rec.ToolCallID, took)
+			e.editorAnswered(c.SessionID(), took)
 		}
 	}
 	if toEditor {

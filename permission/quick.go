@@ -50,8 +50,9 @@ func (q *quickAnswers) first(sessionID string) bool {
 // editorAnswered is told how long the editor took to choose an option of
 // a permission request the broker forwarded; an answer faster than a
 // person can give is warned about on stderr and in the audit log, once per
-// session, naming the editor.
-func (e *Engine) editorAnswered(sessionID, toolCallID string, took time.Duration) {
+// session, naming the editor: a line of its own in the audit log, beside
+// the request's own line.
+func (e *Engine) editorAnswered(sessionID string, took time.Duration) {
 	if took >= humanReaction || !e.quick.first(sessionID) {
 		return
 	}
@@ -59,7 +60,7 @@ func (e *Engine) editorAnswered(sessionID, toolCallID string, took time.Duration
 	hint := "it may approve requests on its own, so what the broker forwards to be asked may not reach a human (avante.nvim: set behaviour.auto_approve_tool_permissions = false)"
 	e.Log.Warn("the editor answers permission requests faster than a person can", "editor", editor, "session", sessionID, "answered_in_ms", ms(took), "hint", hint)
 	reason := fmt.Sprintf("the editor %s answered a permission request in %.1f ms, faster than a person can: %s", editor, ms(took), hint)
-	e.write(Record{Session: sessionID, ToolCallID: toolCallID, Method: "editor/answers", Decision: "warning", Source: "editor", Reason: reason, Latency: ms(took)})
+	e.write(Record{Session: sessionID, Method: "editor/answers", Decision: "warning", Source: "editor", Reason: reason, Latency: ms(took)})
 }
 
 // editorName names the editor from the clientInfo of initialize: its
