@@ -62,15 +62,15 @@ type held interface {
 
 // ask puts a request to the human as the route says, and writes its one
 // audit line when it is answered (or ends unanswered).
-func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) {
+func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember rememberFunc) {
 	a := e.Asker
 	if a == nil || len(params.Options) == 0 {
 		// With no options to choose from, only the editor can answer.
 		a = &Asker{Route: "editor"}
 	}
 	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
-	if _, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
-		rec.Always = alwaysCovers(req, "allow_always")
+	if o, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
+		rec.Always = alwaysCovers(req, o)
 	}
 	ctx, withdraw := context.WithCancelCause(c.Context())
 	answered := make(chan Record, 1)
@@ -89,7 +89,8 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			if by == "" {
 				by = r.Source
 			}
-			r.Remembered = remember(kind, by)
+			chosen, _ := optionByID(params.Options, r.Option)
+			r.Remembered = remember(chosen, by)
 		}
 		answered <- r
 	}
@@ -187,7 +188,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		for {
 			select {
 			case <-timeout:
-				opt, ok := pick(params.Options, []string{"reject_once", "reject_always"})
+				opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
 				withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
 				if ok {
 					r := rec
@@ -328,7 +329,7 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 			// says its option means: the agent's name may quote it among
 			// words that say otherwise. (The broker's own prompts say it
 			// in the name already.)
-			opt.Remembers = alwaysCovers(req, o.Kind)
+			opt.Remembers = alwaysCovers(req, o)
 			if !own {
 				opt.Name += " (the broker remembers: " + opt.Remembers + ")"
 			}
