@@ -18,14 +18,18 @@ import (
 
 const quickWarning = "the editor answers permission requests faster than a person can"
 
+// avanteInitialize is the initialize avante.nvim sends
+// (lua/avante/libs/acp_client.lua): no clientInfo.
+const avanteInitialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}}}`
+
 // quickEditorSession starts a broker with no rules (every command is asked),
-// sends initialize with clientInfo, and opens the sessions named.
-func quickEditorSession(t *testing.T, clientInfo string, sessions ...string) (*session, string) {
+// sends initialize, and opens the sessions named.
+func quickEditorSession(t *testing.T, initialize string, sessions ...string) (*session, string) {
 	t.Helper()
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	s := startFake(t, options{broker: true, brokerArgs: []string{"--log-level", "warn", "--audit", audit},
 		env: []string{"XDG_STATE_HOME=" + t.TempDir()}})
-	s.EditorToAgent(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},"clientInfo":` + clientInfo + `}}`)
+	s.EditorToAgent(initialize)
 	s.AgentToEditor(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}`)
 	project := t.TempDir()
 	for i, id := range sessions {
@@ -43,7 +47,7 @@ func askedCommand(id int, sessionID string) string {
 
 func TestEditorAnsweringFasterThanAPersonIsWarnedOncePerSession(t *testing.T) {
 	t.Parallel()
-	s, audit := quickEditorSession(t, `{"name":"avante.nvim","version":"0.0.27"}`, "s1", "s2")
+	s, audit := quickEditorSession(t, withClientInfo(`{"name":"zed","title":"Zed","version":"0.201.3"}`), "s1", "s2")
 	// Each answer reaches the agent exactly as the editor sent it: the
 	// warning changes nothing.
 	for i, sess := range []string{"s1", "s1", "s2", "s1", "s2"} {
@@ -62,14 +66,14 @@ func TestEditorAnsweringFasterThanAPersonIsWarnedOncePerSession(t *testing.T) {
 		t.Fatalf("want one warning for each of the two sessions, got %d:\n%s", n, stderr)
 	}
 	for _, line := range strings.Split(stderr, "\n") {
-		if strings.Contains(line, quickWarning) && !strings.Contains(line, "avante.nvim 0.0.27") {
+		if strings.Contains(line, quickWarning) && !strings.Contains(line, `Zed (zed) 0.201.3`) {
 			t.Errorf("the warning does not name the editor: %s", line)
 		}
 	}
 	warned := map[string]int{}
 	for _, r := range readAudit(t, audit) {
 		if r.Decision == "warning" {
-			if r.Source != "editor" || r.Method != "editor/answers" || !strings.Contains(r.Reason, `the editor "avante.nvim 0.0.27" answered`) || !strings.Contains(r.Reason, "auto_approve_tool_permissions") {
+			if r.Source != "editor" || r.Method != "editor/answers" || !strings.Contains(r.Reason, `the editor "Zed (zed) 0.201.3" answered`) || !strings.Contains(r.Reason, "auto_approve_tool_permissions") {
 				t.Errorf("audit warning = %+v", r)
 			}
 			warned[r.Session]++
@@ -82,7 +86,7 @@ func TestEditorAnsweringFasterThanAPersonIsWarnedOncePerSession(t *testing.T) {
 
 func TestEditorAnsweringAsAPersonDoesIsNotWarnedAbout(t *testing.T) {
 	t.Parallel()
-	s, audit := quickEditorSession(t, `{"name":"zed","title":"Zed","version":"0.201.3"}`, "s1")
+	s, audit := quickEditorSession(t, withClientInfo(`{"name":"zed","title":"Zed","version":"0.201.3"}`), "s1")
 	for id := 1; id <= 2; id++ {
 		s.AgentToEditor(askedCommand(id, "s1"))
 		time.Sleep(150 * time.Millisecond) // a person reading the prompt
@@ -101,5 +105,24 @@ func TestEditorAnsweringAsAPersonDoesIsNotWarnedAbout(t *testing.T) {
 		if r.Decision == "warning" {
 			t.Fatalf("a slow editor was warned about in the audit log: %+v", r)
 		}
+	}
+}
+
+// withClientInfo is an editor's initialize with this clientInfo.
+func withClientInfo(clientInfo string) string {
+	return `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},"clientInfo":` + clientInfo + `}}`
+}
+
+// TestEditorWithoutClientInfoIsWarnedAboutUnnamed: avante.nvim, which
+// approves on its own by default, sends no clientInfo: the warning says so.
+func TestEditorWithoutClientInfoIsWarnedAboutUnnamed(t *testing.T) {
+	t.Parallel()
+	s, _ := quickEditorSession(t, avanteInitialize, "s1")
+	s.AgentToEditor(askedCommand(1, "s1"))
+	s.EditorToAgent(selected("1", "allow-once"))
+	s.Finish()
+	stderr := s.stderrAll()
+	if n := strings.Count(stderr, quickWarning); n != 1 || !strings.Contains(stderr, "no clientInfo") {
+		t.Fatalf("want one warning saying the editor sent no clientInfo, got %d:\n%s", n, stderr)
 	}
 }

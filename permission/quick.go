@@ -79,7 +79,7 @@ func (e *Engine) editorName() string {
 		name = strings.TrimSpace(title + " (" + name + ")")
 	}
 	if name == "" {
-		return "(initialize had no clientInfo name)"
+		return "(unnamed: its initialize had no clientInfo, as avante.nvim's has none)"
 	}
 	if v := strings.TrimSpace(info.Version); v != "" {
 		name += " " + v
