@@ -182,6 +182,11 @@ func TestCodex2AlwaysIsAsNarrowAsTheOption(t *testing.T) {
 				d.t.Errorf("the audit line's always does not say it is for the session: %v", line["always"])
 			}
 		}},
+		{"the_older_adapters_for_the_session_is_remembered_for_the_session", func() {
+			d.asked(permission(`"r1"`, `{"toolCallId":"call_r1","title":"go build ./...","kind":"execute","status":"pending","rawInput":{"command":["/bin/bash","-lc","go build ./..."],"cwd":"$CWD"}}`, codexOptions), answer(`"r1"`, "approved-for-session"))
+			d.liveOnly("an answer remembered for this session only")
+			d.decided(permission(`"r2"`, `{"toolCallId":"call_r2","title":"go build ./cmd","kind":"execute","status":"pending","rawInput":{"command":["/bin/bash","-lc","go build ./cmd"],"cwd":"$CWD"}}`, codexOptions), "approved")
+		}},
 		{"an_amendment_broader_than_the_broker_would_remember_is_narrowed", func() {
 			learn("a1", "git push origin main", codex2Options("git", false), "accept_execpolicy_amendment")
 			d.decided(permission(`"a2"`, codexCommand("a2", "git push origin feature"), codex2Options("git push", false)), "allow_once")

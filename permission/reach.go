@@ -44,8 +44,9 @@ var scopeOrder = map[string]int{"once": 0, "turn": 1, "session": 2, "persistent"
 
 // codexSessionOptions are codex-acp 2.x's "for this session" options: a
 // command or a host (allow_for_session), a patch's files, an MCP tool
-// (allow_session), sandbox permissions (allow_permissions_session).
-var codexSessionOptions = map[string]bool{"allow_for_session": true, "allow_session": true, "allow_permissions_session": true}
+// (allow_session), sandbox permissions (allow_permissions_session); and the
+// older Rust adapter's approved-for-session.
+var codexSessionOptions = map[string]bool{"allow_for_session": true, "allow_session": true, "allow_permissions_session": true, "approved-for-session": true}
 
 // codexTurnOptions are codex-acp 2.x's allow_once options that grant
 // sandbox permissions for the rest of the turn, not for this request.
