@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/rules"
 )
 
@@ -121,41 +122,63 @@ func execPolicyPrefix(name string) ([]string, bool) {
 }
 
 // metaReach reads an option's _meta.permission.changes; described is false
-// when the option does not describe its changes.
+// when the option does not describe its changes. Members are read by their
+// exact names: one in another letter case (`"Lifetime"`), which a peer
+// that folds case would read and another would not, makes the description
+// unreadable.
 func metaReach(meta json.RawMessage) (r reach, described bool) {
-	if len(meta) == 0 {
+	if len(meta) == 0 || isJSONNull(meta) {
 		return reach{}, false
 	}
-	var m struct {
-		Permission *struct {
-			Changes *[]struct {
-				Type     string `json:"type"`
-				Lifetime *struct {
-					Scope string `json:"scope"`
-				} `json:"lifetime"`
-			} `json:"changes"`
-		} `json:"permission"`
+	unreadable := reach{why: "the option's _meta.permission cannot be read exactly"}
+	m, err := jsonrpc.ExactMembers(meta, "permission")
+	if err != nil {
+		return unreadable, true
 	}
-	if json.Unmarshal(meta, &m) != nil {
-		return reach{why: "the option's _meta cannot be read"}, true
-	}
-	if m.Permission == nil || m.Permission.Changes == nil {
+	perm, ok := m["permission"]
+	if !ok || isJSONNull(perm) {
 		return reach{}, false
+	}
+	p, err := jsonrpc.ExactMembers(perm, "changes")
+	if err != nil {
+		return unreadable, true
+	}
+	changes, ok := p["changes"]
+	if !ok {
+		return reach{}, false
+	}
+	spans, err := jsonrpc.Elements(changes)
+	if err != nil {
+		return unreadable, true
 	}
 	r.scope = "once"
-	for _, c := range *m.Permission.Changes {
+	for _, sp := range spans {
+		c, err := jsonrpc.ExactMembers(changes[sp.Start:sp.End], "type", "lifetime")
+		if err != nil {
+			return unreadable, true
+		}
+		var typ, lifetime string
+		if json.Unmarshal(c["type"], &typ) != nil {
+			return unreadable, true
+		}
+		if raw, ok := c["lifetime"]; ok && !isJSONNull(raw) {
+			l, err := jsonrpc.ExactMembers(raw, "scope")
+			if err != nil || json.Unmarshal(l["scope"], &lifetime) != nil {
+				return unreadable, true
+			}
+		}
 		scope := ""
 		switch {
-		case c.Type != "grant" && c.Type != "policy_rule":
-			return reach{why: fmt.Sprintf("the option makes a change of type %q, which the broker does not know", c.Type)}, true
-		case c.Lifetime == nil && c.Type == "grant":
+		case typ != "grant" && typ != "policy_rule":
+			return reach{why: fmt.Sprintf("the option makes a change of type %q, which the broker does not know", typ)}, true
+		case lifetime == "" && typ == "grant":
 			scope = "once"
-		case c.Lifetime == nil:
+		case lifetime == "":
 			scope = "persistent"
-		case c.Lifetime.Scope == "turn" || c.Lifetime.Scope == "session":
-			scope = c.Lifetime.Scope
+		case lifetime == "turn" || lifetime == "session":
+			scope = lifetime
 		default:
-			return reach{why: fmt.Sprintf("the option's change lasts for %q, which the broker does not know", c.Lifetime.Scope)}, true
+			return reach{why: fmt.Sprintf("the option's change lasts for %q, which the broker does not know", lifetime)}, true
 		}
 		if scopeOrder[scope] > scopeOrder[r.scope] {
 			r.scope = scope
@@ -163,6 +186,8 @@ func metaReach(meta json.RawMessage) (r reach, described bool) {
 	}
 	return r, true
 }
+
+func isJSONNull(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "null" }
 
 // answersOnlyThis reports whether an option's answer goes no further than
 // the request: by its id and by its own description, where it has one.

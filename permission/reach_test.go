@@ -31,6 +31,10 @@ func TestOptionReach(t *testing.T) {
 		{"an unknown type", option{OptionID: "x", Kind: "allow_always", Meta: withChanges(`[{"type":"sandbox"}]`)}, "", false},
 		{"an unknown lifetime", option{OptionID: "x", Kind: "allow_always", Meta: withChanges(`[{"type":"grant","lifetime":{"scope":"workspace"}}]`)}, "", false},
 		{"unreadable changes", option{OptionID: "x", Kind: "allow_once", Meta: withChanges(`{"type":"grant"}`)}, "", false},
+		{"a member in another case", option{OptionID: "x", Kind: "allow_always", Meta: withChanges(`[{"type":"policy_rule","Lifetime":{"scope":"session"}}]`)}, "", false},
+		{"a type that is not a string", option{OptionID: "x", Kind: "allow_once", Meta: withChanges(`[{"type":1}]`)}, "", false},
+		{"a change without a type", option{OptionID: "x", Kind: "allow_once", Meta: withChanges(`[{}]`)}, "", false},
+		{"Permission in another case", option{OptionID: "x", Kind: "allow_once", Meta: json.RawMessage(`{"Permission":{"changes":[]}}`)}, "", false},
 	}
 	for _, c := range cases {
 		r := optionReach(c.o)
