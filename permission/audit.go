@@ -12,13 +12,15 @@ import (
 // Record is one line of the audit log: one intercepted request and what
 // became of it.
 type Record struct {
-	Time       time.Time `json:"time"`
-	Session    string    `json:"session,omitempty"`
-	ToolCallID string    `json:"tool_call_id,omitempty"`
-	Agent      string    `json:"agent"`
-	Method     string    `json:"method"`
-	Kind       string    `json:"kind,omitempty"`
-	Title      string    `json:"title,omitempty"`
+	Time    time.Time `json:"time"`
+	Session string    `json:"session,omitempty"`
+	// Parent is, for a subagent's session, the session that announced it.
+	Parent     string `json:"parent_session,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Agent      string `json:"agent"`
+	Method     string `json:"method"`
+	Kind       string `json:"kind,omitempty"`
+	Title      string `json:"title,omitempty"`
 	// Commands are the simple commands, normalised as deny rules see them.
 	Commands []string `json:"commands,omitempty"`
 	Paths    []string `json:"paths,omitempty"`
