@@ -8,7 +8,8 @@ import "path/filepath"
 // announced them). A workDir inside the session's directories, by its path
 // and through its links, and not in a directory git takes for a repository,
 // is what `./` means for the subagent, and those of workDirs inside them
-// count as its directories besides the session's own. A workDir anywhere
+// are its additional directories (a subagent in a worktree of the project
+// is not also in the project's own directory). A workDir anywhere
 // else is a place of its own (Dir): `./` stays the session's, and the
 // subagent's paths there are outside the project. So announcing a subagent
 // somewhere gains an agent nothing that the session's rules did not give.
@@ -21,7 +22,10 @@ func (ctx Context) ForSubagent(workDir string, workDirs []string) Context {
 		out.Dir = workDir
 		return out
 	}
-	out.Cwd, out.Roots = workDir, roots
+	// The subagent's own directories, as ACP gives a child its root set:
+	// its cwd and its additional directories (the session's, unless the
+	// agent announced others).
+	out.Cwd, out.Roots = workDir, nil
 	for _, dir := range workDirs {
 		if withinRoots(dir, roots) {
 			out.Roots = append(out.Roots, dir)
