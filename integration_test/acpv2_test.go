@@ -74,14 +74,18 @@ func TestACPv2PermissionRequests(t *testing.T) {
 			d.asked(v2Permission("7", `"Read ~/.ssh/id_rsa"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_7","kind":"read","title":"Read","locations":[{"path":"$HOME/.ssh/id_rsa"}]}}`, claudeV2Options), answer("7", "reject"))
 		}},
 		// The command subject: a shell command run in cwd.
-		{"command_subject_allowed", func() { d.decided(v2Permission("10", `"Run git status"`, cmd("git status", "$CWD"), claudeV2Options), "allow-once") }},
+		{"command_subject_allowed", func() {
+			d.decided(v2Permission("10", `"Run git status"`, cmd("git status", "$CWD"), claudeV2Options), "allow-once")
+		}},
 		{"command_subject_in_a_subdirectory", func() {
 			d.decided(v2Permission("11", `"Run"`, cmd("git log --oneline", "$CWD/src"), claudeV2Options), "allow-once")
 		}},
 		{"command_subject_denied", func() {
 			d.decided(v2Permission("12", `"Run"`, cmd("git status && git push --force origin main", "$CWD"), claudeV2Options), "reject")
 		}},
-		{"command_subject_asked", func() { d.asked(v2Permission("13", `"Run"`, cmd("rm -rf build", "$CWD"), claudeV2Options), answer("13", "reject")) }},
+		{"command_subject_asked", func() {
+			d.asked(v2Permission("13", `"Run"`, cmd("rm -rf build", "$CWD"), claudeV2Options), answer("13", "reject"))
+		}},
 		{"command_subject_opaque", func() {
 			d.asked(v2Permission("14", `"Run"`, cmd("sh -c \"$X\"", "$CWD"), claudeV2Options), answer("14", "reject"))
 		}},
@@ -149,7 +153,6 @@ func TestACPv2PermissionRequests(t *testing.T) {
 	}
 	d.finish()
 }
-
 
 // TestACPv2UnknownOutcomeIsNoApproval: the editor's answer to a v2 request
 // is relayed as it is, and one that is not exactly the choice of an offered

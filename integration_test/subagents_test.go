@@ -80,7 +80,9 @@ func TestSubagentDecidedWithParentRulesInItsCwd(t *testing.T) {
 			d.AgentToEditor(subagentUpdate("sess_1", child, `"title":"Explore","state":{"state":"running"}`))
 			d.AgentToEditor(subagentUpdate("sess_1", child, `"cwd":"`+wtJSON+`"`))
 		}},
-		{"user_rule_allows", func() { d.decided(childPermission(child, "10", claudeChildBash("c1", "git status"), claudeOptions), "allow") }},
+		{"user_rule_allows", func() {
+			d.decided(childPermission(child, "10", claudeChildBash("c1", "git status"), claudeOptions), "allow")
+		}},
 		{"user_rule_denies", func() {
 			d.decided(childPermission(child, "11", claudeChildBash("c2", "git push --force origin main"), claudeOptions), "reject")
 		}},
