@@ -189,8 +189,14 @@ func TestACPv2UnknownOutcomeIsNoApproval(t *testing.T) {
 			return
 		}
 	}
-	// Nothing was remembered: the same request is asked again.
-	if !d.step(t, "nothing_remembered", func() { d.asked(rm("30"), answer("30", "reject")) }) {
+	// Nothing was remembered: the same request is asked again. Chosen
+	// exactly, allow-once covers the terminal that follows.
+	if !d.step(t, "nothing_remembered_and_a_real_choice_covers", func() {
+		d.asked(rm("30"), answer("30", "allow-once"))
+		term := d.expand(`{"jsonrpc":"2.0","id":"t30","method":"terminal/create","params":{"sessionId":"sess_1","command":"rm","args":["-rf","build"],"cwd":"$CWD"}}`)
+		d.AgentToEditor(term)
+		d.EditorToAgent(`{"jsonrpc":"2.0","id":"t30","result":{"terminalId":"term-30"}}`)
+	}) {
 		return
 	}
 	d.finish()

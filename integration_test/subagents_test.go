@@ -212,6 +212,10 @@ func TestSubagentOutsideTheProject(t *testing.T) {
 				d.t.Fatalf("a write outside the project was forwarded as allowed: %s", clip(got))
 			}
 			d.drainOwnPrompt(id)
+			// Back in the parent's directory, its ./ rules are the child's.
+			d.AgentToEditor(subagentUpdate("sess_1", child, `"cwd":null`))
+			id = next()
+			d.decided(childPermission(child, id, childEdit("o"+id, "src/a.go"), claudeOptions), "allow")
 		}) {
 			return
 		}

@@ -715,7 +715,9 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 		if c.Method != "session/request_permission" {
 			continue
 		}
-		ofChild := slices.ContainsFunc(children, c.mayBeOf)
+		// A child whose announcement the broker has since dropped (too
+		// many) is still its root's, as it was when it asked.
+		ofChild := slices.ContainsFunc(children, c.mayBeOf) || (c.Session.Root == sessionID && c.Session.ID != sessionID)
 		if !ofChild && !c.mayBeOf(sessionID) {
 			continue
 		}
