@@ -94,6 +94,9 @@ type permissionParams struct {
 	SessionID string
 	ToolCall  json.RawMessage
 	Options   []option
+	// Title is an ACP v2 request's own title for the prompt: shown to
+	// the human where the tool call has none, never judged.
+	Title string
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {

@@ -174,6 +174,9 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 			return p, fmt.Errorf("%q is not a string", name)
 		}
 	}
+	if v, ok := m["title"]; ok {
+		_ = json.Unmarshal(v, &p.Title)
+	}
 	if v, ok := m["sessionId"]; ok && json.Unmarshal(v, &p.SessionID) != nil {
 		return p, errors.New(`"sessionId" is not a string`)
 	}
