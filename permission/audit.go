@@ -12,15 +12,13 @@ import (
 // Record is one line of the audit log: one intercepted request and what
 // became of it.
 type Record struct {
-	Time    time.Time `json:"time"`
-	Session string    `json:"session,omitempty"`
-	// Parent is, for a subagent's session, the session that announced it.
-	Parent     string `json:"parent_session,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	Agent      string `json:"agent"`
-	Method     string `json:"method"`
-	Kind       string `json:"kind,omitempty"`
-	Title      string `json:"title,omitempty"`
+	Time       time.Time `json:"time"`
+	Session    string    `json:"session,omitempty"`
+	ToolCallID string    `json:"tool_call_id,omitempty"`
+	Agent      string    `json:"agent"`
+	Method     string    `json:"method"`
+	Kind       string    `json:"kind,omitempty"`
+	Title      string    `json:"title,omitempty"`
 	// Commands are the simple commands, normalised as deny rules see them.
 	Commands []string `json:"commands,omitempty"`
 	Paths    []string `json:"paths,omitempty"`
@@ -54,6 +52,8 @@ type Record struct {
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.
 	Remembered string `json:"remembered,omitempty"`
+	// Parent is, for a subagent's session, the session that announced it.
+	Parent string `json:"parent_session,omitempty"`
 }
 
 // Audit appends records to a JSONL file, one whole line per write.
