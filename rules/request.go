@@ -143,6 +143,9 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	r.Dir = ctx.Cwd
 	ownDir, dirFrom := false, "rawInput.cwd"
 	if ctx.Dir != "" {
+		if !filepath.IsAbs(ctx.Dir) {
+			r.notUnderstood("the subagent's cwd is not an absolute path")
+		}
 		r.Dir, ownDir, dirFrom = filepath.Clean(ctx.Dir), true, "the subagent's cwd"
 	}
 	if raw, ok := input["cwd"]; ok {
