@@ -73,6 +73,22 @@ func TestACPv2PermissionRequests(t *testing.T) {
 			d.decided(v2Permission("6", `"Edit gen/x.go"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_6","kind":"edit","title":"Edit","locations":[{"path":"$CWD/gen/x.go"}]}}`, claudeV2Options), "reject")
 			d.asked(v2Permission("7", `"Read ~/.ssh/id_rsa"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_7","kind":"read","title":"Read","locations":[{"path":"$HOME/.ssh/id_rsa"}]}}`, claudeV2Options), answer("7", "reject"))
 		}},
+		// claude-agent-acp 0.101's v2 Edit: the diff names its file in
+		// changes (v2 form), and every change is a write, whatever the kind.
+		{"v2_diff", func() {
+			edit := func(id, kind, path string) string {
+				d.AgentToEditor(d.expand(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"toolCallId":"toolu_` + id + `","name":"Edit","status":"pending","title":"Edit","kind":"` + kind + `","rawInput":{"file_path":"` + path + `","old_string":"a","new_string":"b"},"content":[{"type":"diff","changes":[{"operation":"modify","path":"` + path + `","fileType":"text"}],"patch":{"format":"git_patch","text":"--- a\n+++ b\n"}}],"sessionUpdate":"tool_call_update"}}}`))
+				return v2Permission(id, `"Edit"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_`+id+`","title":"Edit","rawInput":{"file_path":"`+path+`","old_string":"a","new_string":"b"}}}`, claudeV2Options)
+			}
+			d.decided(edit("60", "edit", "$CWD/src/a.go"), "allow-once")
+			d.decided(edit("61", "edit", "$CWD/gen/a.go"), "reject")
+			d.asked(edit("62", "read", "$HOME/.bashrc"), answer("62", "reject"))
+			// A move writes both its paths (moving out of gen/ is denied
+			// there); a change without a path is not understood.
+			d.decided(v2Permission("63", `"Move"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_63","kind":"read","title":"Move","content":[{"type":"diff","changes":[{"operation":"move","oldPath":"$CWD/gen/a.go","path":"$CWD/src/a.go"}]}]}}`, claudeV2Options), "reject")
+			d.decided(v2Permission("64", `"Move"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_64","kind":"edit","title":"Move","content":[{"type":"diff","changes":[{"operation":"move","oldPath":"$CWD/src/b.go","path":"$CWD/src/a.go"}]}]}}`, claudeV2Options), "allow-once")
+			d.asked(v2Permission("65", `"Edit"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_65","kind":"read","title":"Edit","content":[{"type":"diff","changes":[{"operation":"_future"}]}]}}`, claudeV2Options), answer("65", "reject"))
+		}},
 		// The command subject: a shell command run in cwd.
 		{"command_subject_allowed", func() {
 			d.decided(v2Permission("10", `"Run git status"`, cmd("git status", "$CWD"), claudeV2Options), "allow-once")

@@ -454,11 +454,17 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 		var content []struct {
 			Type string  `json:"type"`
 			Path *string `json:"path"`
+			// ACP v2's diff names its files in changes instead.
+			Changes *[]v2DiffChange `json:"changes"`
 		}
 		if json.Unmarshal(raw, &content) != nil {
 			r.notUnderstood("content is not a list of content items")
 		}
 		for _, c := range content {
+			if c.Type == "diff" && c.Path == nil && c.Changes != nil {
+				r.readV2Diff(*c.Changes)
+				continue
+			}
 			if c.Type == "diff" {
 				if c.Path == nil {
 					r.notUnderstood("a diff has no path")
