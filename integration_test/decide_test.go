@@ -108,6 +108,10 @@ type deciderOptions struct {
 	// envFor, if set, is more environment that names the decider's
 	// directories.
 	envFor func(d *decider) []string
+	// initialize, if set, is the editor's initialize params (JSON), sent
+	// and answered by the agent (with the protocolVersion asked for)
+	// before the session is opened.
+	initialize string
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -158,6 +162,12 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	d.env = env
 	d.explainArgs = explainArgs(append(args, o.args...))
 	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: dir})
+	if o.initialize != "" {
+		d.EditorToAgent(`{"jsonrpc":"2.0","id":"init-1","method":"initialize","params":` + o.initialize + `}`)
+		var asked struct{ ProtocolVersion json.RawMessage }
+		_ = json.Unmarshal([]byte(o.initialize), &asked)
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"init-1","result":{"protocolVersion":` + string(asked.ProtocolVersion) + `,"agentCapabilities":{}}}`)
+	}
 	if o.mcpServers == "" {
 		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
 	} else {

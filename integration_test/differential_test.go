@@ -121,6 +121,32 @@ var diffMutations = []struct {
 		return []string{toolCallUpdate("tool_call", `"toolCallId":"`+id+`",`+f), toolCallUpdate("tool_call_update", `"toolCallId":"`+id+`","status":"completed"`)},
 			diffParams("sess_1", `{"toolCallId":"`+id+`",`+diffBases[0].fields+`}`, claudeOptions)
 	}},
+	// ACP v2: the tool call as a request's subject, announced or not.
+	{"v2_subject", func(id, f string) ([]string, string) {
+		return nil, `{"sessionId":"sess_1","title":"Allow?","subject":{"type":"tool_call","toolCall":` + tc(id, f) + `},"options":` + claudeOptions + `}`
+	}},
+	{"v2_announced", func(id, f string) ([]string, string) {
+		return []string{toolCallUpdate("tool_call_update", `"toolCallId":"`+id+`",`+f)},
+			`{"sessionId":"sess_1","title":"Allow?","subject":{"type":"tool_call","toolCall":{"toolCallId":"` + id + `","title":"Terminal"}},"options":` + claudeOptions + `}`
+	}},
+	// Subagents' sessions announced on sess_1 (decided only where the
+	// editor advertised subagents): in the parent's directory, in one
+	// below it, in its additional directory, outside it.
+	{"subagent_child", func(id, f string) ([]string, string) {
+		return []string{subagentUpdate("sess_1", "kid_"+id, `"title":"Explore"`)}, diffParams("kid_"+id, tc(id, f), claudeOptions)
+	}},
+	{"subagent_below", func(id, f string) ([]string, string) {
+		return []string{subagentUpdate("sess_1", "kid_"+id, `"cwd":"$CWD/src"`)}, diffParams("kid_"+id, tc(id, f), claudeOptions)
+	}},
+	{"subagent_in_lib", func(id, f string) ([]string, string) {
+		return []string{subagentUpdate("sess_1", "kid_"+id, `"cwd":"$LIB","additionalDirectories":["$CWD"]`)}, diffParams("kid_"+id, tc(id, f), claudeOptions)
+	}},
+	{"subagent_outside", func(id, f string) ([]string, string) {
+		return []string{subagentUpdate("sess_1", "kid_"+id, `"cwd":"$ROOT"`)}, diffParams("kid_"+id, tc(id, f), claudeOptions)
+	}},
+	{"subagent_grandchild", func(id, f string) ([]string, string) {
+		return []string{subagentUpdate("sess_1", "kid_"+id, `"cwd":"$CWD/src"`), subagentUpdate("kid_"+id, "grandkid_"+id, "")}, diffParams("grandkid_"+id, tc(id, f), claudeOptions)
+	}},
 	{"broker_tool_call_id", func(id, f string) ([]string, string) {
 		own := "acp-broker-" + id
 		return []string{toolCallUpdate("tool_call", `"toolCallId":"`+own+`",`+f)}, diffParams("sess_1", `{"toolCallId":"`+own+`",`+f+`}`, claudeOptions)
@@ -347,6 +373,8 @@ func TestExplainAgreesWithTheLiveBrokerOnEveryRequest(t *testing.T) {
 		{"project_trusted", deciderOptions{rules: decideRules, project: project, prepare: func(d *decider) { trustProject(t, d) }}, diffRequests(core...)},
 		{"project_broken", deciderOptions{rules: decideRules, project: "[[rule]\n"}, diffRequests(core...)},
 		{"remember_session", deciderOptions{rules: "remember = \"session\"\n" + decideRules}, diffRequests("plain")},
+		{"subagents", deciderOptions{rules: decideRules, project: project, initialize: subagentsInit},
+			diffRequests("subagent_child", "subagent_below", "subagent_in_lib", "subagent_outside", "subagent_grandchild", "v2_subject")},
 		{"mcp_servers", deciderOptions{rules: decideRules + "\n[mcp.github]\ntrust_annotations = true\n",
 			mcpServers: `[{"name":"github","command":"$MCPSERVER","args":[],"env":[]},{"type":"http","name":"docs","url":"https://docs.example/mcp","headers":[]}]`},
 			diffRequests("plain", "announced", "case_members")},

@@ -307,6 +307,9 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 		Reason:  reason,
 		Digest:  notify.Digest(c.Raw()),
 	}
+	if p.Title == "" {
+		p.Title = params.Title
+	}
 	if req.Script != nil {
 		for _, sc := range req.Script.Commands {
 			p.Commands = append(p.Commands, strings.Join(sc.Argv, " "))

@@ -52,6 +52,8 @@ type Record struct {
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.
 	Remembered string `json:"remembered,omitempty"`
+	// Parent is, for a subagent's session, the session that announced it.
+	Parent string `json:"parent_session,omitempty"`
 }
 
 // Audit appends records to a JSONL file, one whole line per write.

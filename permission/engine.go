@@ -99,10 +99,13 @@ type permissionParams struct {
 	SessionID string
 	ToolCall  json.RawMessage
 	Options   []option
+	// Title is an ACP v2 request's own title for the prompt: shown to
+	// the human where the tool call has none, never judged.
+	Title string
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {
-	return sessionContext(info, mode, e.Home, e.remembered(info.ID), e.hints(info.ID))
+	return sessionContext(info, mode, e.Home, e.remembered(info.RulesSession()), e.hints(info.ID))
 }
 
 // remembered returns the answers remembered for one session only.
@@ -130,7 +133,7 @@ func (e *Engine) policy(cwd string) (*rules.Policy, string, error) {
 }
 
 func (e *Engine) permission(c *session.Call, start time.Time) {
-	rec := Record{Session: c.Session.ID, Method: c.Method}
+	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method}
 	p, mode, err := e.policy(c.Session.Cwd)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
@@ -139,7 +142,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		return
 	}
 	ev := Evaluate(Inputs{Params: c.Params, ToolCall: c.ToolCall, Session: c.Session, Policy: p, Mode: mode,
-		Home: e.Home, Remembered: e.remembered(c.Session.ID), MCPHints: e.hints(c.Session.ID)})
+		Home: e.Home, Remembered: e.remembered(c.Session.RulesSession()), MCPHints: e.hints(c.Session.ID)})
 	params, req := ev.params, ev.Request
 	if !ev.Understood {
 		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, nil)
@@ -277,11 +280,12 @@ func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string,
 			case "project":
 				entries[i].Project = info.Cwd
 			case "session":
-				entries[i].Session = info.ID
+				entries[i].Session = info.RulesSession()
 			}
 		}
 		if scope == "session" {
-			return e.rememberForSession(info.ID, entries)
+			// A subagent's answers are its root's, as its rules are.
+			return e.rememberForSession(info.RulesSession(), entries)
 		}
 		saved, err := rules.StoreIn(e.StateDir).Add(entries...)
 		if err != nil {
@@ -438,7 +442,7 @@ func shellLine(command string, args []string) (string, bool) {
 // cannot read exactly: the editor might read them otherwise, so they are
 // never forwarded.
 func (e *Engine) refuseUnreadable(c *session.Call, start time.Time, err error) {
-	rec := Record{Session: c.Session.ID, Method: c.Method, Decision: string(rules.Deny), Source: "not understood", Reason: "the request's params: " + err.Error()}
+	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method, Decision: string(rules.Deny), Source: "not understood", Reason: "the request's params: " + err.Error()}
 	c.RespondError(jsonrpc.CodeInvalidParams, "acp-broker cannot read this request's params exactly ("+err.Error()+"), so it is refused")
 	rec.Latency = ms(time.Since(start))
 	e.write(rec)
@@ -462,11 +466,15 @@ func (e *Engine) refuseUnreadable(c *session.Call, start time.Time, err error) {
 // prepare completes the request the rules judge (a terminal's environment)
 // and says which approval would cover it ("" for none).
 func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json.RawMessage, prepare func(*rules.Request) string) {
-	rec := Record{Session: c.Session.ID, Method: c.Method}
-	if !c.Session.Opened {
+	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method}
+	if !c.Session.Known() || c.Session.Unreadable != "" {
 		// Its directory, and so its rules, are unknown.
-		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "unknown session", unopened(c.Session.ID)
-		c.RespondError(jsonrpc.CodeServerError, "acp-broker refused this: "+unopened(c.Session.ID))
+		why := unopened(c.Session.ID)
+		if c.Session.Known() {
+			why = c.Session.Unreadable
+		}
+		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "unknown session", why
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker refused this: "+why)
 		rec.Latency = ms(time.Since(start))
 		e.write(rec)
 		return

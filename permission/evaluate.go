@@ -87,10 +87,13 @@ func Evaluate(in Inputs) Evaluation {
 		// broker judge the other.
 		req.NotUnderstood = append(req.NotUnderstood, "the request's params: "+err.Error())
 	}
-	if !in.Session.Opened {
+	if !in.Session.Known() {
 		// Without the session's directory its project rules and every ./
 		// rule are missing: what still denies does, nothing is allowed.
 		req.NotUnderstood = append(req.NotUnderstood, unopened(in.Session.ID))
+	}
+	if in.Session.Unreadable != "" {
+		req.NotUnderstood = append(req.NotUnderstood, in.Session.Unreadable)
 	}
 	ev := Evaluation{Understood: true, Request: req, params: params}
 	ev.Verdict = rules.ApplyMode(in.Policy.Decide(req), req, in.Mode)
@@ -146,6 +149,10 @@ func sessionContext(info session.Info, mode, home string, remembered []*rules.Ru
 			ctx.MCPServers = append(ctx.MCPServers, name)
 		}
 	}
+	if info.Parent != "" {
+		// A subagent's session: its root's rules, where it works.
+		ctx = ctx.ForSubagent(info.WorkDir, info.WorkDirs)
+	}
 	return ctx
 }
 
@@ -158,9 +165,17 @@ func sessionContext(info session.Info, mode, home string, remembered []*rules.Ru
 // readPermissionParams reads a session/request_permission's params.
 func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 	var p permissionParams
-	m, err := jsonrpc.ExactMembers(raw, "sessionId", "toolCall", "options", "_meta")
+	m, err := jsonrpc.ExactMembers(raw, "sessionId", "toolCall", "options", "_meta", "title", "description", "subject")
 	if err != nil {
 		return p, err
+	}
+	for _, name := range []string{"title", "description"} {
+		if v, ok := m[name]; ok && !isNullJSON(v) && v[0] != '"' {
+			return p, fmt.Errorf("%q is not a string", name)
+		}
+	}
+	if v, ok := m["title"]; ok {
+		_ = json.Unmarshal(v, &p.Title)
 	}
 	if v, ok := m["sessionId"]; ok && json.Unmarshal(v, &p.SessionID) != nil {
 		return p, errors.New(`"sessionId" is not a string`)
@@ -185,6 +200,16 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 		}
 	}
 	tc, ok := m["toolCall"]
+	if subject, given := m["subject"]; given && !isNullJSON(subject) {
+		// ACP v2: what is asked about is the subject.
+		if ok {
+			return p, errors.New(`both a "toolCall" (ACP v1) and a "subject" (ACP v2)`)
+		}
+		if tc, err = subjectToolCall(subject); err != nil {
+			return p, err
+		}
+		ok = true
+	}
 	if !ok || tc[0] != '{' {
 		return p, errors.New(`no "toolCall" object`)
 	}

@@ -19,6 +19,12 @@ type Context struct {
 	// `./` and accept-edits mean. A request's own cwd never moves them.
 	Cwd   string
 	Roots []string
+	// Dir, when not empty, is where the session's agent works instead of
+	// Cwd: a subagent the agent placed outside its root session's
+	// directories (see ForSubagent). Relative paths are made absolute
+	// there, and, like a request's own rawInput.cwd outside the session's
+	// directories, it is an access of its own in every request.
+	Dir string
 	// MCPServers are the names of the MCP servers the editor passed to the
 	// session, used to tell server from tool in names like "github_get_issue".
 	MCPServers []string
@@ -139,7 +145,13 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 		}
 	}
 	r.Dir = ctx.Cwd
-	ownDir := false
+	ownDir, dirFrom := false, "rawInput.cwd"
+	if ctx.Dir != "" {
+		if !filepath.IsAbs(ctx.Dir) {
+			r.notUnderstood("the subagent's cwd is not an absolute path")
+		}
+		r.Dir, ownDir, dirFrom = filepath.Clean(ctx.Dir), true, "the subagent's cwd"
+	}
 	if raw, ok := input["cwd"]; ok {
 		var dir string
 		if json.Unmarshal(raw, &dir) != nil || !filepath.IsAbs(dir) {
@@ -147,7 +159,7 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 		} else {
 			// Codex runs the command in the directory it names: its
 			// relative paths are there, but `./` stays the session's.
-			r.Dir, ownDir = filepath.Clean(dir), true
+			r.Dir, ownDir, dirFrom = filepath.Clean(dir), true, "rawInput.cwd"
 		}
 	}
 
@@ -156,7 +168,7 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	r.readURL(input)
 	r.readMCP(input)
 	if ownDir {
-		r.addWorkDir()
+		r.addWorkDir(dirFrom)
 	}
 	r.UnreadPaths = unreadPaths(input)
 	return r
@@ -253,7 +265,7 @@ func validName(name string) bool {
 // addWorkDir makes a directory of the request's own outside the session's
 // directories an access of its own, so that only a rule naming it can allow
 // the request to act there. Inside them, it is the session's own place.
-func (r *Request) addWorkDir() {
+func (r *Request) addWorkDir(from string) {
 	roots := append([]string{r.ctx.Cwd}, r.ctx.Roots...)
 	resolvedRoots := make([]string, 0, len(roots))
 	for _, root := range roots {
@@ -277,7 +289,7 @@ func (r *Request) addWorkDir() {
 			return
 		}
 	}
-	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: "rawInput.cwd", WorkDir: true})
+	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: from, WorkDir: true})
 }
 
 // ResolvedDir is the request's directory with its symbolic links followed
@@ -446,11 +458,17 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 		var content []struct {
 			Type string  `json:"type"`
 			Path *string `json:"path"`
+			// ACP v2's diff names its files in changes instead.
+			Changes *[]v2DiffChange `json:"changes"`
 		}
 		if json.Unmarshal(raw, &content) != nil {
 			r.notUnderstood("content is not a list of content items")
 		}
 		for _, c := range content {
+			if c.Type == "diff" && c.Path == nil && c.Changes != nil {
+				r.readV2Diff(*c.Changes)
+				continue
+			}
 			if c.Type == "diff" {
 				if c.Path == nil {
 					r.notUnderstood("a diff has no path")

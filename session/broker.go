@@ -114,9 +114,10 @@ func (e *Editor) Session(id string) Info { return e.b.tracker.info(id) }
 // Cancelled returns a channel closed when the editor next cancels the
 // session with session/cancel, before the cancel is relayed to the agent:
 // what the broker asks on its own about the session's turn ends with it.
-// It is nil (never closed) for a session the editor did not open.
+// It is nil (never closed) for a session the editor did not open (nor a
+// subagent's session of one: the cancel of its parent or of itself ends it).
 func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
-	if !e.b.tracker.info(sessionID).Opened {
+	if !e.b.tracker.info(sessionID).Known() {
 		return nil
 	}
 	b := e.b
@@ -126,7 +127,7 @@ func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
 	if !ok {
 		if len(b.turns) >= MaxOpenSessions {
 			for id := range b.turns { // closed sessions' leftovers
-				if !b.tracker.info(id).Opened {
+				if !b.tracker.info(id).Known() {
 					delete(b.turns, id)
 				}
 			}
@@ -680,6 +681,8 @@ type settledCall struct {
 	c     *Call
 	prev  callState
 	frame []byte
+	// ofChild marks a call of a subagent's session of the cancelled one.
+	ofChild bool
 }
 
 // cancelSession answers every pending permission request of the session
@@ -690,23 +693,36 @@ type settledCall struct {
 // reach the agent after the cancel. It settles them all in one step and
 // ends their contexts; deliverCancelled sends the answers, once the
 // session/cancel itself is relayed.
+//
+// The cancel reaches the session's subagents' sessions too, and theirs:
+// their work is the parent's turn. The editor may not know to answer their
+// prompts, so those it was sent are withdrawn with $/cancel_request.
 func (b *broker) cancelSession(sessionID string) []settledCall {
 	frame := func(c *Call) []byte {
 		f, _ := jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "cancelled"}})
 		return f
 	}
+	children := b.tracker.descendantsOf(sessionID)
 	var out []settledCall
 	b.mu.Lock()
-	if ch, ok := b.turns[sessionID]; ok {
-		close(ch)
-		delete(b.turns, sessionID)
+	for _, id := range append([]string{sessionID}, children...) {
+		if ch, ok := b.turns[id]; ok {
+			close(ch)
+			delete(b.turns, id)
+		}
 	}
 	for _, c := range b.calls {
-		if c.Method != "session/request_permission" || !c.mayBeOf(sessionID) {
+		if c.Method != "session/request_permission" {
+			continue
+		}
+		// A child whose announcement the broker has since dropped (too
+		// many) is still its root's, as it was when it asked.
+		ofChild := slices.ContainsFunc(children, c.mayBeOf) || (c.Session.Root == sessionID && c.Session.ID != sessionID)
+		if !ofChild && !c.mayBeOf(sessionID) {
 			continue
 		}
 		if prev, ok := b.settleLocked(c, true); ok {
-			out = append(out, settledCall{c, prev, frame(c)})
+			out = append(out, settledCall{c, prev, frame(c), ofChild && !c.mayBeOf(sessionID)})
 		}
 	}
 	b.mu.Unlock()
@@ -718,12 +734,16 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 }
 
 // deliverCancelled sends the agent the answers cancelSession settled. The
-// editor's prompts are not withdrawn with $/cancel_request: session/cancel
-// itself tells the editor to answer them cancelled, and those answers are
-// dropped as late.
+// editor's prompts of the cancelled session are not withdrawn with
+// $/cancel_request: session/cancel itself tells the editor to answer them
+// cancelled, and those answers are dropped as late. Those of its
+// subagents' sessions are, since the cancel does not name them.
 func (b *broker) deliverCancelled(calls []settledCall) {
 	for _, s := range calls {
 		b.toAgent("broker->agent", s.frame)
+		if s.ofChild && s.prev == forwarded {
+			b.cancelEditorRequest(s.c.editorID)
+		}
 	}
 }
 
@@ -895,12 +915,12 @@ func (b *broker) markEditorGone() {
 	b.editorGoneOnce.Do(func() { close(b.editorGone) })
 }
 
-// namesOwnToolCall reports whether the object at member of params names a
+// namesOwnToolCall reports whether the object at the path member of params names a
 // tool call of the broker's own (its toolCallId, in any letter case a Go
 // peer would take for it, starts with acp-broker-): the agent must not
 // change what the broker shows the human about a request it holds.
-func namesOwnToolCall(params json.RawMessage, member string) bool {
-	obj, ok := jsonrpc.Field(params, member)
+func namesOwnToolCall(params json.RawMessage, member ...string) bool {
+	obj, ok := jsonrpc.Field(params, member...)
 	if !ok {
 		return false
 	}
@@ -925,7 +945,7 @@ func Refused(method string, id, params json.RawMessage) string {
 	if isOwnID(id) {
 		return fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)
 	}
-	if method == "session/request_permission" && namesOwnToolCall(params, "toolCall") {
+	if method == "session/request_permission" && (namesOwnToolCall(params, "toolCall") || namesOwnToolCall(params, "subject", "toolCall") || namesOwnToolCall(params, "subject")) {
 		return fmt.Sprintf("tool call ids starting with %q are reserved by acp-broker", ownIDPrefix)
 	}
 	return ""

@@ -48,6 +48,33 @@ type Info struct {
 	AdditionalDirectories []string
 	// MCPServers are the servers the editor passed, each exactly as sent.
 	MCPServers []json.RawMessage
+
+	// Parent is set for a subagent's session that the agent announced
+	// (see subagents.go): the session whose subagent_update announced it.
+	// Root is then the session the editor opened that it descends from;
+	// Cwd, AdditionalDirectories and MCPServers are the root's, and its
+	// rules, mode and remembered answers apply. WorkDir and WorkDirs are
+	// where the child works: its cwd and additionalDirectories as
+	// announced, else its parent's.
+	Parent, Root string
+	WorkDir      string
+	WorkDirs     []string
+	// Unreadable says why nothing of a subagent's session is decided: an
+	// announcement of it the broker could not read exactly.
+	Unreadable string
+}
+
+// Known reports whether the session's directories are known: the editor
+// opened it, or it is a subagent's session of one that it opened.
+func (i Info) Known() bool { return i.Opened || i.Root != "" }
+
+// RulesSession is the session whose answers remembered for one session
+// apply: the session itself, or a subagent's session's root.
+func (i Info) RulesSession() string {
+	if i.Root != "" {
+		return i.Root
+	}
+	return i.ID
 }
 
 // ToolCall is the merged view of one tool call: every field the agent sent
@@ -286,6 +313,8 @@ type sessionState struct {
 	forgotten      map[[sha256.Size]byte]bool
 	forgottenOrder [][sha256.Size]byte
 	overflowed     bool
+	// child is set for a subagent's session the agent announced.
+	child *subagent
 }
 
 // forget drops a tool call and, in an opened session, remembers that it
@@ -293,7 +322,7 @@ type sessionState struct {
 func (s *sessionState) forget(id string) {
 	delete(s.toolCalls, id)
 	s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
-	if !s.info.Opened {
+	if !s.info.Opened && s.child == nil {
 		return // nothing of a session the editor did not open is decided
 	}
 	if s.forgotten == nil {
@@ -337,7 +366,10 @@ type tracker struct {
 	// unknown are the sessions the agent's updates name that the editor did
 	// not open (subagents' sessions, or invented ids), bounded apart.
 	unknown map[string]*sessionState
-	clock   uint64
+	// children are the subagents' sessions the agent announced on sessions
+	// the editor opened, or on other children (see subagents.go).
+	children map[string]*sessionState
+	clock    uint64
 	// requests maps editor request ids to the tracked requests awaiting the
 	// agent's response.
 	requests map[string]trackedRequest
@@ -349,7 +381,7 @@ type trackedRequest struct {
 }
 
 func newTracker() *tracker {
-	return &tracker{opened: make(map[string]*sessionState), unknown: make(map[string]*sessionState), requests: make(map[string]trackedRequest)}
+	return &tracker{opened: make(map[string]*sessionState), unknown: make(map[string]*sessionState), children: make(map[string]*sessionState), requests: make(map[string]trackedRequest)}
 }
 
 // sessionMethods are the editor requests whose params and response describe a
@@ -400,8 +432,10 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		t.agent.AgentInfo, _ = fieldCopy(m.Result, "agentInfo")
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
+			t.endChildren(id)
 			delete(t.opened, id)
 			delete(t.unknown, id)
+			delete(t.children, id)
 		}
 	default:
 		// session/load and session/resume name the session the editor
@@ -446,6 +480,14 @@ func (t *tracker) open(info Info) {
 		delete(t.unknown, info.ID)
 	}
 	if !ok {
+		// The editor opening a subagent's session makes it its own.
+		s, ok = t.children[info.ID]
+		delete(t.children, info.ID)
+	}
+	if ok {
+		s.child = nil
+	}
+	if !ok {
 		s = &sessionState{toolCalls: make(map[string]*ToolCall)}
 	}
 	s.info, s.lastUsed = info, t.clock
@@ -463,6 +505,10 @@ func (t *tracker) session(id string) *sessionState {
 		return s
 	}
 	t.clock++
+	if s, ok := t.children[id]; ok {
+		s.lastUsed = t.clock
+		return s
+	}
 	s, ok := t.unknown[id]
 	if !ok {
 		if len(t.unknown) >= MaxUnknownSessions {
@@ -523,14 +569,17 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	if !ok3 || (len(inner[1]) > 0 && !ok4) {
 		return t.ambiguousUpdate(sessions, updates)
 	}
-	switch kind, _ := stringValue(kindRaw); kind {
-	case "tool_call", "tool_call_update":
-	default:
-		return
-	}
 	sessionID, ok := stringValue(sessionRaw)
 	if !ok {
 		return false
+	}
+	switch kind, _ := stringValue(kindRaw); kind {
+	case "tool_call", "tool_call_update":
+	case "subagent_update":
+		t.subagentUpdate(sessionID, upd)
+		return false
+	default:
+		return
 	}
 	t.mergeToolCall(sessionID, upd, false)
 	return false
@@ -667,7 +716,7 @@ func (t *tracker) intercepted(method string, params json.RawMessage) (Info, *Too
 	}
 	info := t.info(sessionID)
 	if method == "session/request_permission" {
-		if tc, ok := jsonrpc.Field(params, "toolCall"); ok {
+		if tc, ok := PermissionToolCall(params); ok {
 			return info, t.mergeToolCall(sessionID, tc, true)
 		}
 	}
@@ -681,6 +730,9 @@ func (t *tracker) info(sessionID string) Info {
 	defer t.mu.Unlock()
 	s, ok := t.opened[sessionID]
 	if !ok {
+		if s, ok := t.children[sessionID]; ok {
+			return t.childInfo(s)
+		}
 		return Info{ID: sessionID}
 	}
 	info := s.info
@@ -694,6 +746,9 @@ func (t *tracker) toolCall(sessionID, toolCallID string) *ToolCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, ok := t.opened[sessionID]
+	if !ok {
+		s, ok = t.children[sessionID]
+	}
 	if !ok {
 		s, ok = t.unknown[sessionID]
 	}
@@ -714,12 +769,12 @@ func (t *tracker) agentInfo() Agent {
 func (t *tracker) counts() (sessions, toolCalls int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, all := range []map[string]*sessionState{t.opened, t.unknown} {
+	for _, all := range []map[string]*sessionState{t.opened, t.unknown, t.children} {
 		for _, s := range all {
 			toolCalls += len(s.toolCalls)
 		}
 	}
-	return len(t.opened) + len(t.unknown), toolCalls
+	return len(t.opened) + len(t.unknown) + len(t.children), toolCalls
 }
 
 func clone(b []byte) []byte {
