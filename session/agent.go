@@ -2,10 +2,12 @@ package session
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -121,6 +123,35 @@ func (p *agentProcess) closeStdin() {
 	_ = p.stdin.Close() // safe while a write is in progress: that write fails
 }
 
+// forwardedSignals are the signals the broker passes on to the agent, in
+// every phase: they ask the agent, not the broker, to stop.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// supervise returns once the agent has exited. Until then it passes every
+// signal on to the agent's process group, and when the editor goes away (or
+// ctx ends) it stops the agent, still passing signals on meanwhile: a
+// SIGTERM that arrives while the broker waits out the shutdown grace reaches
+// the agent at once rather than after the grace.
+func (p *agentProcess) supervise(ctx context.Context, signals <-chan os.Signal, editorGone <-chan struct{}, closeGrace, killGrace time.Duration, log *slog.Logger) {
+	done := ctx.Done()
+	for {
+		select {
+		case sig := <-signals:
+			log.Info("passing signal to the agent", "signal", sig.String())
+			p.signalGroup(sig.(syscall.Signal))
+		case <-editorGone:
+			log.Debug("editor closed the connection; stopping the agent")
+			editorGone, done = nil, nil
+			go p.stop(closeGrace, killGrace)
+		case <-done:
+			editorGone, done = nil, nil
+			go p.stop(closeGrace, killGrace)
+		case <-p.done:
+			return
+		}
+	}
+}
+
 // stop ends the agent after the editor went away: it has closeGrace to exit
 // on its own once its stdin is closed, then killGrace after SIGTERM, then it
 // is killed.
@@ -151,8 +182,9 @@ func (p *agentProcess) waitFor(d time.Duration) bool {
 // killLeftovers ends whatever the agent left running once it has exited:
 // the rest of its process group and, where the platform lets the broker
 // adopt them, descendants that left the group. They get SIGTERM and then,
-// after killGrace, SIGKILL.
-func (p *agentProcess) killLeftovers(killGrace time.Duration) {
+// after killGrace, SIGKILL. A signal the broker gets meanwhile is passed on
+// to them too.
+func (p *agentProcess) killLeftovers(killGrace time.Duration, signals <-chan os.Signal, log *slog.Logger) {
 	pid := p.cmd.Process.Pid
 	if syscall.Kill(-pid, 0) == nil || len(orphans()) > 0 {
 		p.signalGroup(syscall.SIGTERM)
@@ -160,7 +192,13 @@ func (p *agentProcess) killLeftovers(killGrace time.Duration) {
 		deadline := time.Now().Add(killGrace)
 		for time.Now().Before(deadline) && (syscall.Kill(-pid, 0) == nil || len(orphans()) > 0) {
 			reapOrphans()
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case sig := <-signals:
+				log.Info("passing signal to what the agent left running", "signal", sig.String())
+				p.signalGroup(sig.(syscall.Signal))
+				signalOrphans(sig.(syscall.Signal))
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 	p.signalGroup(syscall.SIGKILL)

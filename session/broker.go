@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -160,6 +159,11 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, nil))
 	}
 	adoptOrphans()
+	// Caught from before the agent starts until the broker returns, so that
+	// no signal in any phase ends the broker without reaching the agent.
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, forwardedSignals...)
+	defer signal.Stop(signals)
 	proc, err := startAgent(opts.AgentPath, opts.AgentArgs)
 	if err != nil {
 		return 0, err
@@ -173,10 +177,6 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		close(stderrDone)
 	}()
 
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(signals)
-
 	agentDone := make(chan struct{})
 	go func() {
 		b.readAgent(jsonrpc.NewReader(proc.stdout, opts.MaxMessageSize))
@@ -187,29 +187,13 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	}
 	go b.readEditor(jsonrpc.NewReader(opts.EditorIn, opts.MaxMessageSize))
 
-	for stopping := false; !stopping; {
-		select {
-		case sig := <-signals:
-			b.log.Info("passing signal to the agent", "signal", sig.String())
-			proc.signalGroup(sig.(syscall.Signal))
-		case <-b.editorGone:
-			b.log.Debug("editor closed the connection; stopping the agent")
-			proc.stop(opts.ShutdownGrace, opts.KillGrace)
-			stopping = true
-		case <-ctx.Done():
-			proc.stop(opts.ShutdownGrace, opts.KillGrace)
-			stopping = true
-		case <-proc.done:
-			stopping = true
-		}
-	}
-	<-proc.done
+	proc.supervise(ctx, signals, b.editorGone, opts.ShutdownGrace, opts.KillGrace, b.log)
 	code := proc.exitCode
 	b.log.Debug("agent exited", "status", code)
 
 	// Whatever the agent started may still hold its stdout open; ending it
 	// lets the agent's last messages drain to the editor.
-	proc.killLeftovers(opts.KillGrace)
+	proc.killLeftovers(opts.KillGrace, signals, b.log)
 	waitOrTimeout(agentDone, opts.KillGrace)
 	b.agentExited(code)
 	waitOrTimeout(stderrDone, opts.KillGrace)
