@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,10 +52,11 @@ func LookAgent(name string) (string, error) {
 // agentProcess is the running agent: its pipes, its process group, and its
 // exit status once it has one.
 type agentProcess struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // write end: the broker's messages to the agent
-	stdout *os.File // read end: the agent's messages
-	stderr *os.File // read end: the agent's log lines
+	cmd    *exec.Cmd // the agent, or on Linux the keeper above it
+	pid    int       // the agent's pid, which is also its process group's
+	stdin  *os.File  // write end: the broker's messages to the agent
+	stdout *os.File  // read end: the agent's messages
+	stderr *os.File  // read end: the agent's log lines
 
 	done     chan struct{} // closed when the agent has exited and been reaped
 	exitCode int           // valid after done: the status to exit with
@@ -64,7 +66,12 @@ type agentProcess struct {
 // and the final kill reach everything it started. The pipes are plain
 // os.Pipe files rather than exec's StdoutPipe, whose read end Wait would
 // close before the broker has read the agent's last messages.
-func startAgent(path string, argv []string) (*agentProcess, error) {
+//
+// Given a keeper (see Keeper) on a platform that has one, the agent is
+// started by the keeper, which ends the agent's whole tree if the broker is
+// killed; otherwise the agent is the broker's child, and on Linux it is
+// killed with the broker (but its descendants are not).
+func startAgent(path string, argv []string, keeper string) (*agentProcess, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -87,14 +94,53 @@ func startAgent(path string, argv []string) (*agentProcess, error) {
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
+	var reportR, reportW *os.File
+	if keeper != "" && keeperSupported {
+		if reportR, reportW, err = os.Pipe(); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, err
+		}
+		cmd.Path = keeper
+		cmd.Args = append([]string{keeper, KeeperCommand, path}, argv...)
+		cmd.ExtraFiles = []*os.File{reportW}
+		// The keeper catches it and ends the agent's tree.
+		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+	} else {
+		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
+	}
+	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	started := make(chan error)
+	go p.startAndWait(started)
+	err = <-started
+	closeAll(inR, outW, errW, reportW)
+	if err != nil {
+		closeAll(inW, outR, errR, reportR)
 		return nil, fmt.Errorf("starting agent: %w", err)
 	}
-	closeAll(inR, outW, errW)
-	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
-	go p.wait()
+	p.pid = cmd.Process.Pid
+	if reportR != nil {
+		p.pid, err = readKeeperReport(reportR)
+		if err != nil {
+			closeAll(inW, outR, errR)
+			<-p.done // the keeper exits when it could not start the agent
+			return nil, fmt.Errorf("starting agent: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// startAndWait starts the process and waits for it on one OS thread that
+// nothing else runs on: Linux sends the parent-death signal when the thread
+// that started a child ends, not when the process does, so the thread must
+// live until the child is reaped.
+func (p *agentProcess) startAndWait(started chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+	if err := p.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	p.wait()
 }
 
 func (p *agentProcess) wait() {
@@ -114,7 +160,7 @@ func exitCode(ps *os.ProcessState) int {
 
 // signalGroup sends sig to the agent's whole process group.
 func (p *agentProcess) signalGroup(sig syscall.Signal) {
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig) // ESRCH: the group is already gone
+	_ = syscall.Kill(-p.pid, sig) // ESRCH: the group is already gone
 }
 
 // closeStdin tells the agent there is no more input, as an editor closing its
@@ -185,7 +231,7 @@ func (p *agentProcess) waitFor(d time.Duration) bool {
 // after killGrace, SIGKILL. A signal the broker gets meanwhile is passed on
 // to them too.
 func (p *agentProcess) killLeftovers(killGrace time.Duration, signals <-chan os.Signal, log *slog.Logger) {
-	pid := p.cmd.Process.Pid
+	pid := p.pid
 	if syscall.Kill(-pid, 0) == nil || len(orphans()) > 0 {
 		p.signalGroup(syscall.SIGTERM)
 		signalOrphans(syscall.SIGTERM)

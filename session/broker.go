@@ -51,6 +51,11 @@ const maxShadows = 4096
 type Options struct {
 	AgentPath string   // the executable, as found by LookAgent
 	AgentArgs []string // the agent's argv; AgentArgs[0] is its name as given
+	// Keeper, if not empty, is an executable that runs Keeper when its
+	// first argument is KeeperCommand (acp-broker itself): the agent is
+	// started under it, so that nothing of the agent's outlives a broker
+	// killed with SIGKILL (Linux only; elsewhere it is not used).
+	Keeper string
 
 	EditorIn  io.Reader // the editor's messages (the broker's stdin)
 	EditorOut io.Writer // to the editor (the broker's stdout): messages only
@@ -164,12 +169,12 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, forwardedSignals...)
 	defer signal.Stop(signals)
-	proc, err := startAgent(opts.AgentPath, opts.AgentArgs)
+	proc, err := startAgent(opts.AgentPath, opts.AgentArgs, opts.Keeper)
 	if err != nil {
 		return 0, err
 	}
 	b := newBroker(opts, proc)
-	opts.Logger.Debug("agent started", "agent", b.agentName, "pid", proc.cmd.Process.Pid)
+	opts.Logger.Debug("agent started", "agent", b.agentName, "pid", proc.pid)
 
 	stderrDone := make(chan struct{})
 	go func() {

@@ -144,6 +144,7 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newAnswerCmd(stdout),
 		newMCPCmd(stdout, stderr),
 		newMCPProxyCmd(stdin, stdout, stderr),
+		newKeeperCmd(stderr),
 	)
 	return cmd
 }
@@ -207,9 +208,16 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
+	// The agent runs under this executable as its keeper, which ends the
+	// agent's tree if the broker is killed with SIGKILL.
+	keeper, err := os.Executable()
+	if err != nil {
+		return userError(1, fmt.Sprintf("cannot find the broker's own executable to keep the agent: %v", err))
+	}
 	code, err := session.Run(ctx, session.Options{
 		AgentPath:      path,
 		AgentArgs:      agent,
+		Keeper:         keeper,
 		EditorIn:       stdin,
 		EditorOut:      stdout,
 		Stderr:         logOut,

@@ -14,6 +14,8 @@
 //	K<sig>    kill itself with signal number <sig>
 //	G         start two `sleep 300` children, one in its own process group
 //	          and one in a new session (setsid); reply G<pid> <pid>
+//	D         start a daemon: `sleep 300` in a new session whose parent, a
+//	          shell, exits at once (a double fork); reply D<pid>
 //	F<tag>    barrier: reply F<tag> once everything before it is written
 //	M<json>   start an MCP server as an agent would, from {"addr", "command",
 //	          "args", "env"}: its environment is the agent's plus env
@@ -47,6 +49,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -261,6 +264,12 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 				return err
 			}
 			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
+		case 'D':
+			out, err := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!").Output()
+			if err != nil {
+				return fmt.Errorf("D: %w", err)
+			}
+			a.report('D', bytes.TrimSpace(out))
 		case 'F':
 			a.report('F', arg)
 		case 'C':
