@@ -180,6 +180,12 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		logDest = lf
 	}
 	logger := slog.New(slog.NewTextHandler(logDest, &slog.HandlerOptions{Level: level}))
+	if why := terminalLogin(agent, stdin, stdout); why != "" {
+		logger.Info("terminal login: running the agent directly, without the broker; nothing it does is relayed or governed",
+			"why", why, "agent", agent[0])
+		err := execAgent(path, agent)
+		return userError(1, fmt.Sprintf("cannot run the agent for the terminal login: %v", err))
+	}
 
 	var trace io.Writer
 	if opts.trace != "" {

@@ -37,6 +37,11 @@
 //	S<sig>    a signal arrived (SIGINT, SIGTERM or SIGHUP)
 //	G, F, M   replies as above
 //
+// With -login it instead plays a terminal login, as an agent run with its
+// terminal auth method's arguments does: it prints a line naming its pid and
+// arguments and a prompt on stdout, reads one line from stdin, prints what it
+// read and exits with -login-exit.
+//
 // With -local-answer '{"socket","id","digest","optionId"}' it is instead a
 // bare client of a broker's local answer socket, as a hostile agent that
 // computed a prompt's digest itself would write: it sends one answer, prints
@@ -59,6 +64,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -68,7 +74,12 @@ func main() {
 	onEOF := flag.String("on-eof", "exit", "what to do when stdin ends: exit (status 0) or ignore")
 	onSignal := flag.String("on-signal", "die", "on SIGINT/SIGTERM/SIGHUP: die (by that signal), ignore, or exit:N")
 	localAnswer := flag.String("local-answer", "", "answer on a broker's local socket and exit")
+	login := flag.Bool("login", false, "play a terminal login and exit")
+	loginExit := flag.Int("login-exit", 0, "with -login, the exit status")
 	flag.Parse()
+	if *login {
+		os.Exit(playLogin(*loginExit))
+	}
 	if *localAnswer != "" {
 		os.Exit(answerLocally(*localAnswer))
 	}
@@ -383,4 +394,17 @@ func answerLocally(spec string) int {
 		return 1
 	}
 	return 0
+}
+
+// playLogin is -login.
+func playLogin(status int) int {
+	args, _ := json.Marshal(flag.Args())
+	fmt.Printf("fakeagent login pid=%d args=%s\nPaste the code: ", os.Getpid(), args)
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil {
+		fmt.Printf("\nno code: %v\n", err)
+		return 1
+	}
+	fmt.Printf("logged in with code %q\n", strings.TrimRight(line, "\r\n"))
+	return status
 }
