@@ -3,6 +3,10 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -133,4 +137,46 @@ func TestExitStatusMirrorsAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSignalReachesLeftovers: once the agent has exited, the broker ends
+// what it left running with SIGTERM, then SIGKILL after --kill-grace; a
+// signal the broker gets meanwhile reaches those leftovers at once. Here a
+// leftover ignores SIGTERM and exits on SIGINT, which the broker passes on.
+func TestSignalReachesLeftovers(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "got-sigint")
+	s := startFake(t, options{broker: true, brokerArgs: []string{"--kill-grace", longGrace.String()}})
+	s.EditorToAgent(msgInitialize)
+	s.AgentToEditor(msgInitialized)
+	leftover := fmt.Sprintf(`trap "" TERM; trap "echo > %s; exit 0" INT; echo > %s.ready; while :; do sleep 0.05; done`, marker, marker)
+	spec, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", leftover}})
+	s.control(command('C', string(spec)))
+	waitForFile(t, marker+".ready")
+	s.AgentExit(0)
+	// The broker's SIGTERM is ignored; give it time to be sent.
+	time.Sleep(300 * time.Millisecond)
+	sent := time.Now()
+	if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Wait(); got != 0 {
+		t.Errorf("broker exited with status %d, want the agent's 0\n%s", got, s.debug())
+	}
+	if elapsed := time.Since(sent); elapsed > promptly {
+		t.Errorf("broker exited %v after the signal, want within %v: it waited out --kill-grace", elapsed.Round(time.Millisecond), promptly)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the leftover never got the SIGINT: %v", err)
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(waitTimeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
 }
