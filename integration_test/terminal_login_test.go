@@ -31,7 +31,8 @@ func TestTerminalLoginOnATerminal(t *testing.T) {
 			trackSources(t)
 			// No arguments an auth method names: the terminal alone decides.
 			cmd := exec.Command(brokerBin, "--", "fakeagent", "-login", "-login-exit", fmt.Sprint(status))
-			cmd.Env = testEnv()
+			// The auth method's env, which the editor sets on the command.
+			cmd.Env = append(testEnv(), "FAKEAGENT_PROBE=from the auth method")
 			term := startOnPty(t, cmd)
 			term.waitFor(t, "Paste the code: ")
 			term.write(t, "s3cret\n")
@@ -40,7 +41,7 @@ func TestTerminalLoginOnATerminal(t *testing.T) {
 				t.Errorf("exit status %d, want the agent's %d", got, status)
 			}
 			out := term.text()
-			if want := fmt.Sprintf("fakeagent login pid=%d ", cmd.Process.Pid); !strings.Contains(out, want) {
+			if want := fmt.Sprintf("fakeagent login pid=%d args=[] probe=%q", cmd.Process.Pid, "from the auth method"); !strings.Contains(out, want) {
 				t.Errorf("the agent does not run as the broker's process (want %q):\n%s", want, out)
 			}
 			if !strings.Contains(out, "terminal login: running the agent directly") {

@@ -148,7 +148,9 @@ func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
 // is given ShutdownGrace, then SIGTERM, then SIGKILL after KillGrace. When
 // the agent exits first, every request the editor is still waiting on is
 // answered with an error. SIGINT, SIGTERM and SIGHUP are passed on to the
-// agent's process group. Nothing the agent started outlives Run.
+// agent's process group in every phase. Nothing the agent started outlives
+// Run, and with a Keeper on Linux nothing of it outlives the calling process
+// either, even killed with SIGKILL.
 //
 // Run makes the calling process a child subreaper on Linux and kills every
 // child process left over when the agent exits, so a process should run only

@@ -38,8 +38,8 @@
 //	G, F, M   replies as above
 //
 // With -login it instead plays a terminal login, as an agent run with its
-// terminal auth method's arguments does: it prints a line naming its pid and
-// arguments and a prompt on stdout, reads one line from stdin, prints what it
+// terminal auth method's arguments does: it prints a line naming its pid,
+// arguments and probe env and a prompt on stdout, reads one line from stdin, prints what it
 // read and exits with -login-exit.
 //
 // With -local-answer '{"socket","id","digest","optionId"}' it is instead a
@@ -399,7 +399,7 @@ func answerLocally(spec string) int {
 // playLogin is -login.
 func playLogin(status int) int {
 	args, _ := json.Marshal(flag.Args())
-	fmt.Printf("fakeagent login pid=%d args=%s\nPaste the code: ", os.Getpid(), args)
+	fmt.Printf("fakeagent login pid=%d args=%s probe=%q\nPaste the code: ", os.Getpid(), args, os.Getenv("FAKEAGENT_PROBE"))
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil {
 		fmt.Printf("\nno code: %v\n", err)
