@@ -10,6 +10,7 @@ require (
 	github.com/rogpeppe/go-internal v1.15.0
 	github.com/sourcegraph/jsonrpc2 v0.2.1
 	github.com/spf13/cobra v1.10.2
+	golang.org/x/term v0.45.0
 	mvdan.cc/sh/v3 v3.14.1
 )
 

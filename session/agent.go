@@ -2,12 +2,15 @@ package session
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,10 +52,11 @@ func LookAgent(name string) (string, error) {
 // agentProcess is the running agent: its pipes, its process group, and its
 // exit status once it has one.
 type agentProcess struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // write end: the broker's messages to the agent
-	stdout *os.File // read end: the agent's messages
-	stderr *os.File // read end: the agent's log lines
+	cmd    *exec.Cmd // the agent, or on Linux the keeper above it
+	pid    int       // the agent's pid, which is also its process group's
+	stdin  *os.File  // write end: the broker's messages to the agent
+	stdout *os.File  // read end: the agent's messages
+	stderr *os.File  // read end: the agent's log lines
 
 	done     chan struct{} // closed when the agent has exited and been reaped
 	exitCode int           // valid after done: the status to exit with
@@ -62,7 +66,12 @@ type agentProcess struct {
 // and the final kill reach everything it started. The pipes are plain
 // os.Pipe files rather than exec's StdoutPipe, whose read end Wait would
 // close before the broker has read the agent's last messages.
-func startAgent(path string, argv []string) (*agentProcess, error) {
+//
+// Given a keeper (see Keeper) on a platform that has one, the agent is
+// started by the keeper, which ends the agent's whole tree if the broker is
+// killed; otherwise the agent is the broker's child, and on Linux it is
+// killed with the broker (but its descendants are not).
+func startAgent(path string, argv []string, keeper string) (*agentProcess, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -85,14 +94,53 @@ func startAgent(path string, argv []string) (*agentProcess, error) {
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
+	var reportR, reportW *os.File
+	if keeper != "" && keeperSupported {
+		if reportR, reportW, err = os.Pipe(); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, err
+		}
+		cmd.Path = keeper
+		cmd.Args = append([]string{keeper, KeeperCommand, path}, argv...)
+		cmd.ExtraFiles = []*os.File{reportW}
+		// The keeper catches it and ends the agent's tree.
+		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+	} else {
+		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
+	}
+	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	started := make(chan error)
+	go p.startAndWait(started)
+	err = <-started
+	closeAll(inR, outW, errW, reportW)
+	if err != nil {
+		closeAll(inW, outR, errR, reportR)
 		return nil, fmt.Errorf("starting agent: %w", err)
 	}
-	closeAll(inR, outW, errW)
-	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
-	go p.wait()
+	p.pid = cmd.Process.Pid
+	if reportR != nil {
+		p.pid, err = readKeeperReport(reportR)
+		if err != nil {
+			closeAll(inW, outR, errR)
+			<-p.done // the keeper exits when it could not start the agent
+			return nil, fmt.Errorf("starting agent: %w", err)
+		}
+	}
 	return p, nil
+}
+
+// startAndWait starts the process and waits for it on one OS thread that
+// nothing else runs on: Linux sends the parent-death signal when the thread
+// that started a child ends, not when the process does, so the thread must
+// live until the child is reaped.
+func (p *agentProcess) startAndWait(started chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+	if err := p.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	p.wait()
 }
 
 func (p *agentProcess) wait() {
@@ -112,13 +160,42 @@ func exitCode(ps *os.ProcessState) int {
 
 // signalGroup sends sig to the agent's whole process group.
 func (p *agentProcess) signalGroup(sig syscall.Signal) {
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig) // ESRCH: the group is already gone
+	_ = syscall.Kill(-p.pid, sig) // ESRCH: the group is already gone
 }
 
 // closeStdin tells the agent there is no more input, as an editor closing its
 // end of the pipe would.
 func (p *agentProcess) closeStdin() {
 	_ = p.stdin.Close() // safe while a write is in progress: that write fails
+}
+
+// forwardedSignals are the signals the broker passes on to the agent, in
+// every phase: they ask the agent, not the broker, to stop.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// supervise returns once the agent has exited. Until then it passes every
+// signal on to the agent's process group, and when the editor goes away (or
+// ctx ends) it stops the agent, still passing signals on meanwhile: a
+// SIGTERM that arrives while the broker waits out the shutdown grace reaches
+// the agent at once rather than after the grace.
+func (p *agentProcess) supervise(ctx context.Context, signals <-chan os.Signal, editorGone <-chan struct{}, closeGrace, killGrace time.Duration, log *slog.Logger) {
+	done := ctx.Done()
+	for {
+		select {
+		case sig := <-signals:
+			log.Info("passing signal to the agent", "signal", sig.String())
+			p.signalGroup(sig.(syscall.Signal))
+		case <-editorGone:
+			log.Debug("editor closed the connection; stopping the agent")
+			editorGone, done = nil, nil
+			go p.stop(closeGrace, killGrace)
+		case <-done:
+			editorGone, done = nil, nil
+			go p.stop(closeGrace, killGrace)
+		case <-p.done:
+			return
+		}
+	}
 }
 
 // stop ends the agent after the editor went away: it has closeGrace to exit
@@ -151,16 +228,23 @@ func (p *agentProcess) waitFor(d time.Duration) bool {
 // killLeftovers ends whatever the agent left running once it has exited:
 // the rest of its process group and, where the platform lets the broker
 // adopt them, descendants that left the group. They get SIGTERM and then,
-// after killGrace, SIGKILL.
-func (p *agentProcess) killLeftovers(killGrace time.Duration) {
-	pid := p.cmd.Process.Pid
+// after killGrace, SIGKILL. A signal the broker gets meanwhile is passed on
+// to them too.
+func (p *agentProcess) killLeftovers(killGrace time.Duration, signals <-chan os.Signal, log *slog.Logger) {
+	pid := p.pid
 	if syscall.Kill(-pid, 0) == nil || len(orphans()) > 0 {
 		p.signalGroup(syscall.SIGTERM)
 		signalOrphans(syscall.SIGTERM)
 		deadline := time.Now().Add(killGrace)
 		for time.Now().Before(deadline) && (syscall.Kill(-pid, 0) == nil || len(orphans()) > 0) {
 			reapOrphans()
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case sig := <-signals:
+				log.Info("passing signal to what the agent left running", "signal", sig.String())
+				p.signalGroup(sig.(syscall.Signal))
+				signalOrphans(sig.(syscall.Signal))
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
 	}
 	p.signalGroup(syscall.SIGKILL)

@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -52,6 +51,11 @@ const maxShadows = 4096
 type Options struct {
 	AgentPath string   // the executable, as found by LookAgent
 	AgentArgs []string // the agent's argv; AgentArgs[0] is its name as given
+	// Keeper, if not empty, is an executable that runs Keeper when its
+	// first argument is KeeperCommand (acp-broker itself): the agent is
+	// started under it, so that nothing of the agent's outlives a broker
+	// killed with SIGKILL (Linux only; elsewhere it is not used).
+	Keeper string
 
 	EditorIn  io.Reader // the editor's messages (the broker's stdin)
 	EditorOut io.Writer // to the editor (the broker's stdout): messages only
@@ -145,7 +149,9 @@ func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
 // is given ShutdownGrace, then SIGTERM, then SIGKILL after KillGrace. When
 // the agent exits first, every request the editor is still waiting on is
 // answered with an error. SIGINT, SIGTERM and SIGHUP are passed on to the
-// agent's process group. Nothing the agent started outlives Run.
+// agent's process group in every phase. Nothing the agent started outlives
+// Run, and with a Keeper on Linux nothing of it outlives the calling process
+// either, even killed with SIGKILL.
 //
 // Run makes the calling process a child subreaper on Linux and kills every
 // child process left over when the agent exits, so a process should run only
@@ -161,22 +167,23 @@ func Run(ctx context.Context, opts Options) (int, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, nil))
 	}
 	adoptOrphans()
-	proc, err := startAgent(opts.AgentPath, opts.AgentArgs)
+	// Caught from before the agent starts until the broker returns, so that
+	// no signal in any phase ends the broker without reaching the agent.
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, forwardedSignals...)
+	defer signal.Stop(signals)
+	proc, err := startAgent(opts.AgentPath, opts.AgentArgs, opts.Keeper)
 	if err != nil {
 		return 0, err
 	}
 	b := newBroker(opts, proc)
-	opts.Logger.Debug("agent started", "agent", b.agentName, "pid", proc.cmd.Process.Pid)
+	opts.Logger.Debug("agent started", "agent", b.agentName, "pid", proc.pid)
 
 	stderrDone := make(chan struct{})
 	go func() {
 		pumpLines(proc.stderr, opts.Stderr)
 		close(stderrDone)
 	}()
-
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(signals)
 
 	agentDone := make(chan struct{})
 	go func() {
@@ -188,29 +195,13 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	}
 	go b.readEditor(jsonrpc.NewReader(opts.EditorIn, opts.MaxMessageSize))
 
-	for stopping := false; !stopping; {
-		select {
-		case sig := <-signals:
-			b.log.Info("passing signal to the agent", "signal", sig.String())
-			proc.signalGroup(sig.(syscall.Signal))
-		case <-b.editorGone:
-			b.log.Debug("editor closed the connection; stopping the agent")
-			proc.stop(opts.ShutdownGrace, opts.KillGrace)
-			stopping = true
-		case <-ctx.Done():
-			proc.stop(opts.ShutdownGrace, opts.KillGrace)
-			stopping = true
-		case <-proc.done:
-			stopping = true
-		}
-	}
-	<-proc.done
+	proc.supervise(ctx, signals, b.editorGone, opts.ShutdownGrace, opts.KillGrace, b.log)
 	code := proc.exitCode
 	b.log.Debug("agent exited", "status", code)
 
 	// Whatever the agent started may still hold its stdout open; ending it
 	// lets the agent's last messages drain to the editor.
-	proc.killLeftovers(opts.KillGrace)
+	proc.killLeftovers(opts.KillGrace, signals, b.log)
 	waitOrTimeout(agentDone, opts.KillGrace)
 	b.agentExited(code)
 	waitOrTimeout(stderrDone, opts.KillGrace)

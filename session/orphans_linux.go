@@ -24,14 +24,19 @@ type child struct {
 	zombie bool
 }
 
-// children lists the broker's child processes by reading /proc.
-func children() []child {
-	self := os.Getpid()
+// process is one line of the process table.
+type process struct {
+	pid, ppid int
+	zombie    bool
+}
+
+// processes reads the process table from /proc.
+func processes() []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []child
+	var out []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -52,10 +57,40 @@ func children() []child {
 			continue
 		}
 		ppid, err := strconv.Atoi(string(fields[1]))
-		if err != nil || ppid != self {
+		if err != nil {
 			continue
 		}
-		out = append(out, child{pid: pid, zombie: string(fields[0]) == "Z"})
+		out = append(out, process{pid: pid, ppid: ppid, zombie: string(fields[0]) == "Z"})
+	}
+	return out
+}
+
+// children lists the broker's child processes by reading /proc.
+func children() []child {
+	self := os.Getpid()
+	var out []child
+	for _, p := range processes() {
+		if p.ppid == self {
+			out = append(out, child{pid: p.pid, zombie: p.zombie})
+		}
+	}
+	return out
+}
+
+// descendants lists the live processes below this one, at any depth.
+func descendants() []int {
+	below := map[int][]process{}
+	for _, p := range processes() {
+		below[p.ppid] = append(below[p.ppid], p)
+	}
+	var out []int
+	for queue := []int{os.Getpid()}; len(queue) > 0; queue = queue[1:] {
+		for _, p := range below[queue[0]] {
+			if !p.zombie {
+				out = append(out, p.pid)
+			}
+			queue = append(queue, p.pid)
+		}
 	}
 	return out
 }

@@ -144,6 +144,7 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newAnswerCmd(stdout),
 		newMCPCmd(stdout, stderr),
 		newMCPProxyCmd(stdin, stdout, stderr),
+		newKeeperCmd(stderr),
 	)
 	return cmd
 }
@@ -179,6 +180,12 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		logDest = lf
 	}
 	logger := slog.New(slog.NewTextHandler(logDest, &slog.HandlerOptions{Level: level}))
+	if why := terminalLogin(agent, stdin, stdout); why != "" {
+		logger.Info("terminal login: running the agent directly, without the broker; nothing it does is relayed or governed",
+			"why", why, "agent", agent[0])
+		err := execAgent(path, agent)
+		return userError(1, fmt.Sprintf("cannot run the agent for the terminal login: %v", err))
+	}
 
 	var trace io.Writer
 	if opts.trace != "" {
@@ -207,9 +214,16 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	sigpipe := make(chan os.Signal, 1)
 	signal.Notify(sigpipe, syscall.SIGPIPE)
 	defer signal.Stop(sigpipe)
+	// The agent runs under this executable as its keeper, which ends the
+	// agent's tree if the broker is killed with SIGKILL.
+	keeper, err := os.Executable()
+	if err != nil {
+		return userError(1, fmt.Sprintf("cannot find the broker's own executable to keep the agent: %v", err))
+	}
 	code, err := session.Run(ctx, session.Options{
 		AgentPath:      path,
 		AgentArgs:      agent,
+		Keeper:         keeper,
 		EditorIn:       stdin,
 		EditorOut:      stdout,
 		Stderr:         logOut,

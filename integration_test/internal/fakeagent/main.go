@@ -14,6 +14,8 @@
 //	K<sig>    kill itself with signal number <sig>
 //	G         start two `sleep 300` children, one in its own process group
 //	          and one in a new session (setsid); reply G<pid> <pid>
+//	D         start a daemon: `sleep 300` in a new session whose parent, a
+//	          shell, exits at once (a double fork); reply D<pid>
 //	F<tag>    barrier: reply F<tag> once everything before it is written
 //	M<json>   start an MCP server as an agent would, from {"addr", "command",
 //	          "args", "env"}: its environment is the agent's plus env
@@ -35,6 +37,11 @@
 //	S<sig>    a signal arrived (SIGINT, SIGTERM or SIGHUP)
 //	G, F, M   replies as above
 //
+// With -login it instead plays a terminal login, as an agent run with its
+// terminal auth method's arguments does: it prints a line naming its pid,
+// arguments and probe env and a prompt on stdout, reads one line from stdin, prints what it
+// read and exits with -login-exit.
+//
 // With -local-answer '{"socket","id","digest","optionId"}' it is instead a
 // bare client of a broker's local answer socket, as a hostile agent that
 // computed a prompt's digest itself would write: it sends one answer, prints
@@ -47,6 +54,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -56,6 +64,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -65,7 +74,12 @@ func main() {
 	onEOF := flag.String("on-eof", "exit", "what to do when stdin ends: exit (status 0) or ignore")
 	onSignal := flag.String("on-signal", "die", "on SIGINT/SIGTERM/SIGHUP: die (by that signal), ignore, or exit:N")
 	localAnswer := flag.String("local-answer", "", "answer on a broker's local socket and exit")
+	login := flag.Bool("login", false, "play a terminal login and exit")
+	loginExit := flag.Int("login-exit", 0, "with -login, the exit status")
 	flag.Parse()
+	if *login {
+		os.Exit(playLogin(*loginExit))
+	}
 	if *localAnswer != "" {
 		os.Exit(answerLocally(*localAnswer))
 	}
@@ -261,6 +275,12 @@ func (a *agent) serve(ctl *bufio.Reader) error {
 				return err
 			}
 			a.report('G', fmt.Appendf(nil, "%d %d", same.Process.Pid, other.Process.Pid))
+		case 'D':
+			out, err := exec.Command("sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!").Output()
+			if err != nil {
+				return fmt.Errorf("D: %w", err)
+			}
+			a.report('D', bytes.TrimSpace(out))
 		case 'F':
 			a.report('F', arg)
 		case 'C':
@@ -374,4 +394,17 @@ func answerLocally(spec string) int {
 		return 1
 	}
 	return 0
+}
+
+// playLogin is -login.
+func playLogin(status int) int {
+	args, _ := json.Marshal(flag.Args())
+	fmt.Printf("fakeagent login pid=%d args=%s probe=%q\nPaste the code: ", os.Getpid(), args, os.Getenv("FAKEAGENT_PROBE"))
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil {
+		fmt.Printf("\nno code: %v\n", err)
+		return 1
+	}
+	fmt.Printf("logged in with code %q\n", strings.TrimRight(line, "\r\n"))
+	return status
 }
