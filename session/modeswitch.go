@@ -41,9 +41,12 @@ type modeSwitches struct {
 	// pending are the broker's own switch requests to the agent, by id.
 	pending map[string]*modeSwitch
 	// holding is the switch whose session set-up response is held; every
-	// agent message read after it waits in held, in order.
-	holding *modeSwitch
-	held    [][]byte
+	// agent message read after it waits in held, in order. isHolding is
+	// set meanwhile, so that the agent's streamed updates cost one atomic
+	// load otherwise.
+	holding   *modeSwitch
+	isHolding atomic.Bool
+	held      [][]byte
 	// setups are the editor's session set-up requests the agent has not
 	// answered, by id: the session they name, "" for session/new and fork.
 	setups map[string]string
@@ -203,6 +206,9 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 		b.switchAnswered(sw, reparse(frame))
 		return true
 	}
+	if m.Kind != jsonrpc.Response && !s.isHolding.Load() {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if target, ok := s.setups[m.IDKey()]; ok && target == "" && m.Kind == jsonrpc.Response {
@@ -308,6 +314,7 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 	s.pending[req.IDKey()] = sw
 	if response != nil {
 		s.holding = sw
+		s.isHolding.Store(true)
 	}
 	s.mu.Unlock()
 	b.tracker.editorRequest(req) // its answer tells the tracker the mode, as an editor's would
@@ -357,6 +364,7 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message) {
 	var held [][]byte
 	if s.holding == sw {
 		s.holding, held, s.held = nil, s.held, nil
+		s.isHolding.Store(false)
 	}
 	tell := !s.told[sw.session.ID]
 	s.told[sw.session.ID] = true
