@@ -367,6 +367,11 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message) {
 		s.isHolding.Store(false)
 	}
 	tell := !s.told[sw.session.ID]
+	if len(s.told) >= MaxOpenSessions {
+		// Bounded like the sessions themselves: at worst a user is told
+		// twice.
+		clear(s.told)
+	}
 	s.told[sw.session.ID] = true
 	s.mu.Unlock()
 
