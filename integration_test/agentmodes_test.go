@@ -563,3 +563,35 @@ modes = ["plan"]
 		d.finish()
 	})
 }
+
+// TestModeSwitchUnansweredFailsClosed: an agent that never answers the
+// broker's switch does not keep the session from the editor for ever: after
+// the broker's wait (10 s) the editor gets the session with a warning, the
+// prompt it sent goes on, and every request of the session is asked. An
+// answer that comes after still tells the broker the mode.
+func TestModeSwitchUnansweredFailsClosed(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{"session":{"notices":{}}}`, 1)
+	}})
+	d.noisy = true
+	d.EditorToAgent(newSessionIn(d))
+	response := modesResponse("auto")
+	d.AgentSend(response)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	start := time.Now()
+	d.EditorExpect(response)
+	if waited := time.Since(start); waited < 9*time.Second {
+		t.Errorf("the session went to the editor after %v, before the switch's answer was given up", waited)
+	}
+	text := expectTold(d, true, true)
+	if !strings.Contains(text, "did not answer") {
+		t.Errorf("the user is told %q, which does not say the agent did not answer", text)
+	}
+	d.asked(permission("1", bashGitStatus, claudeNewOptions), answer("1", "reject"))
+	// The late answer: the session is in default now, and governed.
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.AgentToEditor(d.marker())
+	d.decided(permission("2", bashGitStatus, claudeNewOptions), "allow-once")
+	d.finish()
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
@@ -37,7 +38,11 @@ type ModeGuard interface {
 // switch is answered, and the editor's messages held until the sessions they
 // name are out of the blind modes.
 type modeSwitches struct {
-	mu sync.Mutex
+	// relay is held while one agent message is relayed, so that a switch
+	// the agent leaves unanswered can be ended from a timer without
+	// racing the relay.
+	relay sync.Mutex
+	mu    sync.Mutex
 	// pending are the broker's own switch requests to the agent, by id.
 	pending map[string]*modeSwitch
 	// holding is the switch whose session set-up response is held; every
@@ -65,6 +70,11 @@ const switchAnswerNote = "the answer to the broker's mode switch"
 // heldResponseNote marks, in the trace, a session set-up response held
 // until the broker's switch is answered; it is traced again when relayed.
 const heldResponseNote = "held until the agent answers the broker's mode switch"
+
+// switchTimeout bounds the wait for the agent's answer to a switch: after
+// it the switch counts as failed (every request of the session is then
+// asked) and what it held goes on.
+const switchTimeout = 10 * time.Second
 
 type modeSwitch struct {
 	id       string
@@ -185,6 +195,17 @@ func (b *broker) releaseWaiting() {
 	}
 }
 
+// relayOne relays one message of the agent's, unless holdAgent takes it.
+func (b *broker) relayOne(m *jsonrpc.Message, frame []byte) {
+	if b.guard != nil {
+		b.modes.relay.Lock()
+		defer b.modes.relay.Unlock()
+	}
+	if !b.holdAgent(m, frame) {
+		b.relayAgent(m, frame)
+	}
+}
+
 // holdAgent takes the agent messages that must not be relayed now: the
 // answer to a switch of the broker's (never relayed), and everything read
 // after a held session set-up response. It reports whether it took m.
@@ -199,11 +220,15 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 		delete(s.pending, m.IDKey())
 		s.mu.Unlock()
 		if sw == nil {
+			// A switch answered after it timed out still tells the
+			// tracker the mode.
 			b.trace.record("agent->broker", frame, "dropped: no request of the broker's waits for it")
+			b.tracker.agentResponse(m)
+			b.tracker.takeModeChanges()
 			return true
 		}
 		b.trace.record("agent->broker", frame, switchAnswerNote)
-		b.switchAnswered(sw, reparse(frame))
+		b.switchAnswered(sw, reparse(frame), nil)
 		return true
 	}
 	if m.Kind != jsonrpc.Response && !s.isHolding.Load() {
@@ -323,22 +348,34 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 		s.mu.Lock()
 		delete(s.pending, req.IDKey())
 		s.mu.Unlock()
-		b.switchAnswered(sw, nil)
+		b.switchAnswered(sw, nil, errors.New("the agent could not be sent the request"))
 		return nil
 	}
+	time.AfterFunc(switchTimeout, func() { b.switchTimedOut(req.IDKey(), sw) })
 	return sw
 }
 
-// switchAnswered ends a switch: the agent answered (m), or could not be
-// asked (m nil). The user is told; a held session set-up response goes to
-// the editor, then the agent messages held behind it, and the editor's
-// messages for the session go to the agent.
-func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message) {
-	var failure error
-	switch {
-	case m == nil:
-		failure = errors.New("the agent could not be sent the request")
-	case m.Result == nil:
+// switchTimedOut ends a switch the agent has not answered in time.
+func (b *broker) switchTimedOut(key string, sw *modeSwitch) {
+	s := b.modes
+	s.relay.Lock()
+	defer s.relay.Unlock()
+	s.mu.Lock()
+	waiting := s.pending[key] == sw
+	delete(s.pending, key)
+	s.mu.Unlock()
+	if waiting {
+		b.switchAnswered(sw, nil, fmt.Errorf("the agent did not answer within %v", switchTimeout))
+		b.flushEditor()
+	}
+}
+
+// switchAnswered ends a switch: the agent answered (m), or it failed
+// without an answer (m nil, and failure says why). The user is told; a held
+// session set-up response goes to the editor, then the agent messages held
+// behind it, and the editor's messages for the session go to the agent.
+func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure error) {
+	if m != nil && m.Result == nil {
 		failure = fmt.Errorf("the agent answered %s", brief(m.Error))
 	}
 	if m != nil {
@@ -398,6 +435,8 @@ func (b *broker) abandonSwitches() {
 		return
 	}
 	s := b.modes
+	s.relay.Lock()
+	defer s.relay.Unlock()
 	s.mu.Lock()
 	var open []*modeSwitch
 	for id, sw := range s.pending {
@@ -406,7 +445,7 @@ func (b *broker) abandonSwitches() {
 	}
 	s.mu.Unlock()
 	for _, sw := range open {
-		b.switchAnswered(sw, nil)
+		b.switchAnswered(sw, nil, errors.New("the agent's output ended"))
 	}
 }
 
