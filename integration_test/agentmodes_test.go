@@ -595,3 +595,26 @@ func TestModeSwitchUnansweredFailsClosed(t *testing.T) {
 	d.decided(permission("2", bashGitStatus, claudeNewOptions), "allow-once")
 	d.finish()
 }
+
+// TestModeAmbiguousCountsAsBlind: a mode given in a message peers may read
+// differently (a repeated member: JavaScript keeps the last, the broker
+// would read the first) may be a blind mode: the editor's set_mode is
+// refused, and the agent's report is switched out of.
+func TestModeAmbiguousCountsAsBlind(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, geminiAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(modesResponse("default"))
+	}})
+	d.noisy = true
+	d.EditorSend(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"default","modeId":"yolo"}}`)
+	expectError(t, d.EditorRecv(), `"m1"`, -32602)
+	twice := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"current_mode_update","currentModeId":"default","currentModeId":"yolo"}}}`
+	d.AgentToEditor(twice)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectTold(d, false, false)
+	d.decided(permission("1", bashGitStatus, geminiOptions), "proceed_once")
+	d.finish()
+}

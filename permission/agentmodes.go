@@ -75,6 +75,9 @@ func (e *Engine) Refuse(s session.Info, mode string) string {
 	if !blind {
 		return ""
 	}
+	if mode == rules.AmbiguousMode {
+		return "the request repeats a member or spells one in another letter case, so the agent may read another mode than acp-broker does"
+	}
 	return fmt.Sprintf("in mode %q %s decides by itself what to run, without asking, so acp-broker's rules cannot govern it; to use it anyway, add it to your acp-broker config: [agent] allow_modes = [%q]", mode, a.Agent, mode)
 }
 
