@@ -618,3 +618,34 @@ func TestModeAmbiguousCountsAsBlind(t *testing.T) {
 	d.decided(permission("1", bashGitStatus, geminiOptions), "proceed_once")
 	d.finish()
 }
+
+// TestModeResumeAndForkSwitched: session/resume (which names its session)
+// and the unstable session/fork (whose answer names a new one) are set-ups
+// like session/new: a blind answer is held and switched first, and a
+// prompt for the resumed session waits.
+func TestModeResumeAndForkSwitched(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: openBlind(codexAgent, "agent", "workspace-write", false)})
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"r1","method":"session/resume","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+	prompt := `{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"resumed"}]}}`
+	d.EditorSend(prompt)
+	resumed := `{"jsonrpc":"2.0","id":"r1","result":{"modes":{"currentModeId":"agent-full-access","availableModes":[]}}}`
+	d.AgentSend(resumed)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"workspace-write"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.EditorExpect(resumed) // told once already: no second message
+	d.AgentExpect(prompt)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
+
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"f1","method":"session/fork","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+	forked := `{"jsonrpc":"2.0","id":"f1","result":{"sessionId":"sess_2","configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"agent","options":[]}]}}`
+	d.AgentSend(forked)
+	id = expectSwitch(d, "session/set_config_option", `{"sessionId":"sess_2","configId":"mode","value":"workspace-write"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"workspace-write","options":[]}]}}`)
+	d.EditorExpect(forked)
+	line := d.EditorRecv()
+	if !strings.Contains(line, `"sessionId":"sess_2"`) || !strings.Contains(line, "agent_message_chunk") {
+		t.Fatalf("the forked session's user is not told: %s", clip(line))
+	}
+	d.finish()
+}
