@@ -83,6 +83,7 @@ const switchTimeout = 10 * time.Second
 type modeSwitch struct {
 	session  Info
 	from, to string
+	method   string // session/set_mode or session/set_config_option
 	// response is the session set-up response held for it, nil for a
 	// switch after a later mode update.
 	response []byte
@@ -348,7 +349,7 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 		return nil
 	}
 	req := reparse(frame)
-	sw := &modeSwitch{session: info, from: info.AgentMode, to: to}
+	sw := &modeSwitch{session: info, from: info.AgentMode, to: to, method: method}
 	if response != nil {
 		sw.response = clone(response)
 	}
@@ -433,6 +434,9 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure erro
 	if sw.response != nil {
 		b.relayQueued(sw.response)
 	}
+	if failure == nil {
+		b.showMode(sw, m)
+	}
 	if tell && title != "" {
 		b.tellUser(sw.session.ID, failure != nil, title, description)
 	}
@@ -443,6 +447,31 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure erro
 			continue
 		}
 		b.relayAgent(m, frame)
+	}
+}
+
+// showMode tells the editor the mode the agent agreed to, since the
+// agent's answer goes to the broker alone and not every agent announces the
+// change itself (Gemini CLI does not; Claude Code's answer to a
+// set_config_option is the only place with the updated options): a
+// config_option_update with the options the answer lists, else a
+// current_mode_update (ACP v1; v2 has no modes).
+func (b *broker) showMode(sw *modeSwitch, m *jsonrpc.Message) {
+	var update any
+	if options, ok := jsonrpc.Field(m.Result, "configOptions"); ok && sw.method == "session/set_config_option" && jsonrpc.Strict(options) == nil {
+		update = map[string]any{"sessionUpdate": "config_option_update", "configOptions": json.RawMessage(clone(options))}
+	} else if b.tracker.protocolVersion() < 2 {
+		update = map[string]string{"sessionUpdate": "current_mode_update", "currentModeId": sw.to}
+	} else {
+		return
+	}
+	frame, err := jsonrpc.NewNotification("session/update", map[string]any{"sessionId": sw.session.ID, "update": update})
+	if err != nil {
+		return
+	}
+	b.trace.record("broker->editor", frame, "")
+	if b.editor.Queue(frame) != nil {
+		b.markEditorGone()
 	}
 }
 
