@@ -484,6 +484,9 @@ func TestModeSwitchFailingFailsClosed(t *testing.T) {
 			d.noisy = true // the failure is logged as a warning
 			d.asked(permission("1", bashGitStatus, geminiOptions), answer("1", "cancel"))
 			d.decided(permission("2", `{"toolCallId":"m2","title":"git push --force origin main","kind":"execute","rawInput":{"command":"git push --force origin main"}}`, geminiOptions), "cancel")
+			// A write the rules allow outright (edit-src) is held and asked
+			// with the broker's own prompt, not forwarded.
+			d.heldAsked(t, `{"jsonrpc":"2.0","id":"w1","method":"fs/write_text_file","params":{"sessionId":"sess_1","path":"$CWD/src/x.go","content":"package x\n"}}`, "src/x.go", "reject_once", "")
 			d.finish()
 			if !strings.Contains(d.stderrText(), "could not switch") {
 				t.Errorf("stderr does not say the switch failed:\n%s", d.stderrText())
