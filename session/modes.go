@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
@@ -191,4 +192,51 @@ func (t *tracker) modeChange(m *jsonrpc.Message) (sessionID, mode string, ok boo
 func (t *tracker) agentNameLocked() string {
 	name, _ := jsonrpc.String(t.agent.AgentInfo, "name")
 	return name
+}
+
+// modeChanges counts the sessions whose mode the agent reported, for the
+// broker to check after each message; changed is set when there are any,
+// so that a message that reports none costs one atomic load.
+type modeChanges struct {
+	changed  atomic.Bool
+	sessions []string
+}
+
+// takeModeChanges returns the sessions whose mode the agent reported since
+// the last call.
+func (t *tracker) takeModeChanges() []string {
+	if !t.modesChanged.changed.Load() {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.modesChanged.sessions
+	t.modesChanged.sessions = nil
+	t.modesChanged.changed.Store(false)
+	return out
+}
+
+// agentName is the agentInfo.name of the agent's initialize response.
+func (t *tracker) agentName() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.agentNameLocked()
+}
+
+// protocolVersion is the protocol version initialize agreed on, 0 if none.
+func (t *tracker) protocolVersion() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var v float64
+	_ = json.Unmarshal(t.agent.ProtocolVersion, &v)
+	return v
+}
+
+// clientSupportsNotices reports whether the editor advertised
+// clientCapabilities.session.notices.
+func (t *tracker) clientSupportsNotices() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := jsonrpc.Field(t.agent.ClientCapabilities, "session", "notices")
+	return ok && !isNull(v)
 }
