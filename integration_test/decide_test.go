@@ -112,6 +112,9 @@ type deciderOptions struct {
 	// and answered by the agent (with the protocolVersion asked for)
 	// before the session is opened.
 	initialize string
+	// open, if set, opens the session instead of the plain session/new:
+	// for tests that script initialize or the agent's answer.
+	open func(d *decider)
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -167,6 +170,10 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 		var asked struct{ ProtocolVersion json.RawMessage }
 		_ = json.Unmarshal([]byte(o.initialize), &asked)
 		d.AgentToEditor(`{"jsonrpc":"2.0","id":"init-1","result":{"protocolVersion":` + string(asked.ProtocolVersion) + `,"agentCapabilities":{}}}`)
+	}
+	if o.open != nil {
+		o.open(d)
+		return d
 	}
 	if o.mcpServers == "" {
 		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))

@@ -199,6 +199,10 @@ func (t *tracker) childInfo(s *sessionState) Info {
 				info.WorkDirs = slices.Clone(*dirs)
 			}
 			info.Unreadable = unreadable
+			// A subagent works in its parent's mode: the agent reports and
+			// switches modes of the sessions the editor opened only.
+			info.Agent = t.agentNameLocked()
+			info.AgentMode, info.ModeConfigID = root.mode.id, root.mode.configID
 			return info
 		}
 		c, ok := t.children[id]

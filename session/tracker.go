@@ -62,6 +62,13 @@ type Info struct {
 	// Unreadable says why nothing of a subagent's session is decided: an
 	// announcement of it the broker could not read exactly.
 	Unreadable string
+	// Agent is the agent's agentInfo.name from initialize.
+	Agent string
+	// AgentMode is the session's mode as the agent last reported it (see
+	// modes.go), "" when it reported none; ModeConfigID is the id of its
+	// mode config option, "" when it has none.
+	AgentMode    string
+	ModeConfigID string
 }
 
 // Known reports whether the session's directories are known: the editor
@@ -315,6 +322,8 @@ type sessionState struct {
 	overflowed     bool
 	// child is set for a subagent's session the agent announced.
 	child *subagent
+	// mode is what the agent said of the session's own mode.
+	mode agentMode
 }
 
 // forget drops a tool call and, in an opened session, remembers that it
@@ -373,6 +382,8 @@ type tracker struct {
 	// requests maps editor request ids to the tracked requests awaiting the
 	// agent's response.
 	requests map[string]trackedRequest
+	// modesChanged are the sessions whose mode the agent reported.
+	modesChanged modeChanges
 }
 
 type trackedRequest struct {
@@ -394,7 +405,7 @@ var sessionMethods = map[string]bool{
 
 // editorRequest notes a request from the editor whose response it needs.
 func (t *tracker) editorRequest(m *jsonrpc.Message) {
-	if !sessionMethods[m.Method] {
+	if !sessionMethods[m.Method] && !modeMethods[m.Method] {
 		return
 	}
 	t.mu.Lock()
@@ -437,6 +448,8 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 			delete(t.unknown, id)
 			delete(t.children, id)
 		}
+	case "session/set_mode", "session/set_config_option":
+		t.modeAnsweredLocked(req, m.Result)
 	default:
 		// session/load and session/resume name the session the editor
 		// means; session/new and session/fork learn it from the answer.
@@ -467,6 +480,7 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 			_ = json.Unmarshal(raw, &info.MCPServers)
 		}
 		t.open(info)
+		t.modeReportedLocked(id, m.Result)
 	}
 }
 
@@ -577,6 +591,9 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	case "tool_call", "tool_call_update":
 	case "subagent_update":
 		t.subagentUpdate(sessionID, upd)
+		return false
+	case "current_mode_update", "config_option_update":
+		t.modeUpdate(sessionID, upd)
 		return false
 	default:
 		return
@@ -738,6 +755,8 @@ func (t *tracker) info(sessionID string) Info {
 	info := s.info
 	info.AdditionalDirectories = slices.Clone(info.AdditionalDirectories)
 	info.MCPServers = slices.Clone(info.MCPServers)
+	info.Agent = t.agentNameLocked()
+	info.AgentMode, info.ModeConfigID = s.mode.id, s.mode.configID
 	return info
 }
 
