@@ -1,0 +1,561 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acp-broker/acp-broker/integration_test/internal/geminiapi"
+)
+
+// The tests in this file run the real @google/gemini-cli (`gemini --acp`,
+// pinned in testdata/adapters) behind the broker, offline: its model is
+// geminiapi on loopback, reached through gemini-cli's own base-URL setting,
+// and it runs with a home of its own in which the user chose API-key auth,
+// turned usage statistics and telemetry off and trusted the project folder,
+// as a user who ran `gemini` there once would have. No mode setting: the
+// session starts in the mode gemini-cli picks.
+//
+// What gemini-cli 0.61 sends (bundle/gemini-*.js, Session.runTool): a
+// permission request before every tool call it does not run on its own,
+// with no earlier tool_call update, no rawInput and no name: the shell
+// command is only the title, paths only in locations and diff content.
+// Options are proceed_always (allow_always), proceed_once (allow_once) and
+// cancel (reject_once); any answer but a proceed_* id or the cancelled
+// outcome fails the tool call. A refused call is reported to the model as a
+// function response with an error, and the turn goes on; after
+// session/cancel the turn ends as soon as the pending request is answered.
+
+// geminiRules is the rule file of the real-Gemini tests.
+const geminiRules = `# rules for the real gemini-cli tests
+[[rule]]
+id = "allowed-marker"
+decision = "allow"
+command = "touch gemini-allowed.txt"
+
+[[rule]]
+id = "denied-marker"
+decision = "deny"
+reason = "this marker must never be made"
+command = "touch gemini-denied*.txt"
+`
+
+// geminiRun is one gemini-cli behind the broker, the test its editor.
+type geminiRun struct {
+	*session
+	api       *geminiapi.Server
+	project   string // the session's directory, where the commands run
+	trace     string // the broker's --trace file
+	sessionID string
+	mode      string // the session's current mode, from the session/new response
+	ids       int
+}
+
+// startGemini starts the broker in front of gemini-cli, initializes, and
+// opens a session in a project directory of its own.
+func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
+	t.Helper()
+	// The broker runs `gemini --acp` as npm installed it: the bin link,
+	// whose `#!/usr/bin/env node` finds .bin/node, the pinned Node, first
+	// on PATH.
+	adapterNode(t)
+	bin := filepath.Join(requireAdapters(t), ".bin")
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	project := filepath.Join(root, "project")
+	for _, dir := range []string{filepath.Join(home, ".gemini"), project} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	geminiWriteJSON(t, filepath.Join(home, ".gemini", "settings.json"), map[string]any{
+		"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		// Nothing leaves the machine: no usage statistics (Clearcut),
+		// no telemetry, no update check, no IDE companion.
+		"privacy":   map[string]any{"usageStatisticsEnabled": false},
+		"telemetry": map[string]any{"enabled": false},
+		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+		"ide":       map[string]any{"enabled": false},
+	})
+	geminiWriteJSON(t, filepath.Join(home, ".gemini", "trustedFolders.json"), map[string]any{project: "TRUST_FOLDER"})
+
+	api, err := geminiapi.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+
+	config := filepath.Join(root, "rules.toml")
+	writeFileAtomic(t, config, geminiRules)
+	trace := filepath.Join(root, "trace.jsonl")
+	args := []string{"--log-level", "warn", "--audit", filepath.Join(root, "audit.jsonl"), "--config", config, "--trace", trace,
+		"--", "gemini", "--acp"}
+	cmd := exec.Command(brokerBin, append(args, geminiArgs...)...)
+	g := &geminiRun{api: api, project: project, trace: trace}
+	g.session = newSession(t, options{broker: true, dir: project, env: []string{
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(root, "state"),
+		"GEMINI_API_KEY=test-key",
+		"GOOGLE_GEMINI_BASE_URL=" + api.URL,
+		"NO_COLOR=1",
+	}}, cmd)
+
+	init := g.call("initialize", map[string]any{
+		"protocolVersion": 1,
+		"clientCapabilities": map[string]any{
+			"fs":       map[string]any{"readTextFile": false, "writeTextFile": false},
+			"terminal": false,
+		},
+		"clientInfo": map[string]any{"name": "acp-broker-tests", "version": "1"},
+	})
+	var info struct {
+		ProtocolVersion int `json:"protocolVersion"`
+		AgentInfo       struct {
+			Name, Version string
+		} `json:"agentInfo"`
+	}
+	geminiDecode(t, init, &info)
+	if info.ProtocolVersion != 1 || info.AgentInfo.Name != "gemini-cli" || info.AgentInfo.Version != "0.61.0" {
+		t.Fatalf("not the pinned gemini-cli 0.61.0 speaking ACP v1: %s", init)
+	}
+
+	created := g.call("session/new", map[string]any{"cwd": project, "mcpServers": []any{}})
+	var sess struct {
+		SessionID string `json:"sessionId"`
+		Modes     struct {
+			CurrentModeID string `json:"currentModeId"`
+		} `json:"modes"`
+	}
+	geminiDecode(t, created, &sess)
+	if sess.SessionID == "" {
+		t.Fatalf("session/new gave no session id: %s", created)
+	}
+	g.sessionID, g.mode = sess.SessionID, sess.Modes.CurrentModeID
+	return g
+}
+
+func geminiWriteJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func geminiDecode(t testing.TB, raw json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, v); err != nil {
+		t.Fatalf("decoding %s: %v", clip(string(raw)), err)
+	}
+}
+
+// request sends a request of the editor's and returns its id.
+func (g *geminiRun) request(method string, params any) string {
+	g.t.Helper()
+	g.ids++
+	id := fmt.Sprintf(`"editor-%d"`, g.ids)
+	p, err := json.Marshal(params)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, p))
+	return id
+}
+
+// call sends a request and returns its result; it fails on an error.
+func (g *geminiRun) call(method string, params any) json.RawMessage {
+	g.t.Helper()
+	m := g.answer(method, params)
+	if m.Error != nil {
+		g.t.Fatalf("%s failed: %d %s\n%s", method, m.Error.Code, m.Error.Message, g.debug())
+	}
+	return m.Result
+}
+
+// answer sends a request and returns its response. Outside a turn the
+// agent sends the editor notifications only.
+func (g *geminiRun) answer(method string, params any) geminiMessage {
+	g.t.Helper()
+	id := g.request(method, params)
+	for {
+		m := g.recv()
+		if string(m.ID) == id && m.Method == "" {
+			return m
+		}
+		if m.Method != "" && m.ID != nil {
+			g.t.Fatalf("gemini-cli sent a request during %s: %s", method, clip(string(m.raw)))
+		}
+	}
+}
+
+// geminiMessage is one message the editor received.
+type geminiMessage struct {
+	rpcMessage
+	Params json.RawMessage `json:"params"`
+	raw    []byte
+}
+
+func (g *geminiRun) recv() geminiMessage {
+	g.t.Helper()
+	line := g.EditorRecv()
+	var m geminiMessage
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		g.t.Fatalf("the editor got a line that is not JSON: %q", clip(line))
+	}
+	m.raw = []byte(line)
+	return m
+}
+
+// geminiAsk is a session/request_permission the editor received.
+type geminiAsk struct {
+	ID     json.RawMessage
+	Raw    string
+	Params struct {
+		SessionID string `json:"sessionId"`
+		ToolCall  struct {
+			ToolCallID string            `json:"toolCallId"`
+			Title      string            `json:"title"`
+			Kind       string            `json:"kind"`
+			RawInput   json.RawMessage   `json:"rawInput"`
+			Locations  []json.RawMessage `json:"locations"`
+		} `json:"toolCall"`
+		Options []struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+	}
+}
+
+// geminiTurn is what the editor saw of one prompt.
+type geminiTurn struct {
+	stopReason string
+	asked      []geminiAsk
+	updates    []string // the session/update kinds, in order
+	text       string   // the agent's message chunks
+}
+
+// prompt sends a prompt and plays the editor until the prompt is answered:
+// each permission request goes to answer, which replies (or not) through
+// g. It fails on a request of any other method, which gemini-cli does not
+// send to an editor without fs and terminal capabilities.
+func (g *geminiRun) prompt(text string, answer func(g *geminiRun, req geminiAsk)) geminiTurn {
+	g.t.Helper()
+	id := g.request("session/prompt", map[string]any{
+		"sessionId": g.sessionID,
+		"prompt":    []any{map[string]any{"type": "text", "text": text}},
+	})
+	var tr geminiTurn
+	for {
+		m := g.recv()
+		switch {
+		case m.Method == "" && string(m.ID) == id:
+			if m.Error != nil {
+				g.t.Fatalf("session/prompt failed: %d %s\n%s", m.Error.Code, m.Error.Message, g.debug())
+			}
+			var res struct {
+				StopReason string `json:"stopReason"`
+			}
+			geminiDecode(g.t, m.Result, &res)
+			tr.stopReason = res.StopReason
+			return tr
+		case m.Method == "session/request_permission":
+			req := geminiAsk{ID: m.ID, Raw: string(m.raw)}
+			geminiDecode(g.t, m.Params, &req.Params)
+			tr.asked = append(tr.asked, req)
+			answer(g, req)
+		case m.Method == "session/update":
+			var u struct {
+				Update struct {
+					SessionUpdate string          `json:"sessionUpdate"`
+					Content       json.RawMessage `json:"content"`
+				} `json:"update"`
+			}
+			geminiDecode(g.t, m.Params, &u)
+			tr.updates = append(tr.updates, u.Update.SessionUpdate)
+			if u.Update.SessionUpdate == "agent_message_chunk" {
+				var chunk struct {
+					Text string `json:"text"`
+				}
+				geminiDecode(g.t, u.Update.Content, &chunk)
+				tr.text += chunk.Text
+			}
+		case m.Method != "" && m.ID != nil:
+			g.t.Fatalf("gemini-cli sent the editor an unexpected request: %s", clip(string(m.raw)))
+		}
+	}
+}
+
+// geminiAnswer answers a permission request with the option of kind.
+func geminiAnswer(kind string) func(g *geminiRun, req geminiAsk) {
+	return func(g *geminiRun, req geminiAsk) {
+		g.t.Helper()
+		for _, o := range req.Params.Options {
+			if o.Kind == kind {
+				g.EditorSend(selected(string(req.ID), o.OptionID))
+				return
+			}
+		}
+		g.t.Fatalf("the request offers no %s option: %s", kind, clip(req.Raw))
+	}
+}
+
+func geminiNeverAsked(g *geminiRun, req geminiAsk) {
+	g.t.Helper()
+	g.t.Errorf("the editor was asked, though the rules decide this: %s", clip(req.Raw))
+	g.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"cancelled"}}}`, req.ID))
+}
+
+func (g *geminiRun) marker(name string) bool {
+	_, err := os.Stat(filepath.Join(g.project, name))
+	return err == nil
+}
+
+// finish closes the editor's side and requires the broker to exit 0.
+func (g *geminiRun) finish() {
+	g.t.Helper()
+	g.CloseEditor()
+	if code := g.Wait(); code != 0 {
+		g.t.Fatalf("the broker exited with status %d\n%s", code, g.debug())
+	}
+}
+
+// traced returns the messages of the broker's trace that keep accepts,
+// each as "DIR MESSAGE".
+func (g *geminiRun) traced(keep func(dir string, m rpcMessage) bool) []string {
+	g.t.Helper()
+	data, err := os.ReadFile(g.trace)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct {
+			Dir     string          `json:"dir"`
+			Message json.RawMessage `json:"message"`
+		}
+		var m rpcMessage
+		if json.Unmarshal([]byte(line), &e) == nil && json.Unmarshal(e.Message, &m) == nil && keep(e.Dir, m) {
+			out = append(out, e.Dir+" "+string(e.Message))
+		}
+	}
+	return out
+}
+
+// toAgent returns every answer gemini-cli got to its request id.
+func (g *geminiRun) toAgent(id json.RawMessage) []string {
+	g.t.Helper()
+	return g.traced(func(dir string, m rpcMessage) bool {
+		return strings.HasSuffix(dir, "->agent") && m.Method == "" && geminiSameID(m.ID, id)
+	})
+}
+
+// geminiSameID says whether two JSON-RPC ids are the same id.
+func geminiSameID(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x == y
+}
+
+// run prompts the model to run one shell command (see geminiapi).
+func (g *geminiRun) run(command string, answer func(g *geminiRun, req geminiAsk)) geminiTurn {
+	g.t.Helper()
+	return g.prompt("Please run this in the project:\n$ "+command, answer)
+}
+
+// heard returns the one function response the model got for the last
+// prompt's command: what gemini-cli told it the command did.
+func (g *geminiRun) heard() geminiapi.FunctionResponse {
+	g.t.Helper()
+	got := g.api.FunctionResponses()
+	if len(got) != 1 || got[0].Name != geminiapi.ShellTool {
+		g.t.Fatalf("the model got %d function responses, want one of %s: %+v", len(got), geminiapi.ShellTool, got)
+	}
+	return got[0]
+}
+
+// ran requires the command to have run and the model to have its output.
+func (g *geminiRun) ran(tr geminiTurn, marker string) {
+	g.t.Helper()
+	if !g.marker(marker) {
+		g.t.Errorf("%s is missing: the command did not run", marker)
+	}
+	if r := g.heard(); r.Response["error"] != nil || r.Response["output"] == nil {
+		g.t.Errorf("the model did not get the command's output: %+v", r.Response)
+	}
+	if tr.stopReason != "end_turn" || !strings.Contains(tr.text, geminiapi.Final) {
+		g.t.Errorf("the turn ended %q with text %q, want end_turn after the model's final answer", tr.stopReason, tr.text)
+	}
+}
+
+// refused requires the command not to have run, the model to have been
+// told so, and the turn to have gone on to the model's final answer.
+func (g *geminiRun) refused(tr geminiTurn, marker string) {
+	g.t.Helper()
+	if g.marker(marker) {
+		g.t.Errorf("%s exists: the refused command ran", marker)
+	}
+	if r := g.heard(); r.Response["output"] != nil || !strings.Contains(fmt.Sprint(r.Response["error"]), "canceled by the user") {
+		g.t.Errorf("the model was not told the command was refused: %+v", r.Response)
+	}
+	if tr.stopReason != "end_turn" || !strings.Contains(tr.text, geminiapi.Final) {
+		g.t.Errorf("the turn ended %q with text %q, want end_turn after the model's final answer", tr.stopReason, tr.text)
+	}
+}
+
+// answeredBy requires the broker to have answered gemini-cli's request
+// id itself (never the editor), with exactly result.
+func (g *geminiRun) answeredBy(id json.RawMessage, result string) {
+	g.t.Helper()
+	got := g.toAgent(id)
+	want := fmt.Sprintf(`broker->agent {"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	if len(got) != 1 || got[0] != want {
+		g.t.Errorf("gemini-cli got, for request %s:\n  %s\nwant only\n  %s", id, strings.Join(got, "\n  "), want)
+	}
+}
+
+// permissionRequests returns the permission requests gemini-cli sent, as
+// it sent them.
+func (g *geminiRun) permissionRequests() []string {
+	g.t.Helper()
+	var out []string
+	for _, l := range g.traced(func(dir string, m rpcMessage) bool {
+		return dir == "agent->broker" && m.Method == "session/request_permission"
+	}) {
+		out = append(out, strings.TrimPrefix(l, "agent->broker "))
+	}
+	return out
+}
+
+// TestRealGeminiRules: in the mode gemini-cli starts in (default, which
+// asks before every shell command), a command the rules allow runs without
+// the editor hearing of it, and a denied one, alone or as one part of a
+// compound command, does not run; the model is told it was refused and the
+// turn goes on. The broker answers with gemini-cli's own option ids.
+func TestRealGeminiRules(t *testing.T) {
+	g := startGemini(t)
+	if g.mode != "default" {
+		t.Fatalf("gemini-cli started in mode %q, want default", g.mode)
+	}
+
+	tr := g.run("touch gemini-allowed.txt; touch gemini-denied-part.txt", geminiNeverAsked)
+	g.refused(tr, "gemini-denied-part.txt")
+	if g.marker("gemini-allowed.txt") {
+		t.Errorf("the allowed part of a denied compound command ran")
+	}
+	reqs := g.permissionRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("gemini-cli sent %d permission requests, want 1", len(reqs))
+	}
+	g.answeredBy(geminiRequestID(t, reqs[0]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+
+	tr = g.run("touch gemini-allowed.txt", geminiNeverAsked)
+	g.ran(tr, "gemini-allowed.txt")
+	reqs = g.permissionRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("gemini-cli sent %d permission requests, want 2", len(reqs))
+	}
+	g.answeredBy(geminiRequestID(t, reqs[1]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
+
+	tr = g.run("touch gemini-denied.txt", geminiNeverAsked)
+	g.refused(tr, "gemini-denied.txt")
+	reqs = g.permissionRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("gemini-cli sent %d permission requests, want 3", len(reqs))
+	}
+	g.answeredBy(geminiRequestID(t, reqs[2]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	g.finish()
+}
+
+func geminiRequestID(t testing.TB, req string) json.RawMessage {
+	t.Helper()
+	return json.RawMessage(requestID(t, req))
+}
+
+// TestRealGeminiAsked: a command no rule decides reaches the editor exactly
+// as gemini-cli sent it (the shape NOTES.md describes: no rawInput, the
+// command only in the title, empty locations, proceed_* and cancel
+// options), and the editor's answer decides: allow runs it, reject does not.
+func TestRealGeminiAsked(t *testing.T) {
+	g := startGemini(t)
+
+	tr := g.run("touch gemini-asked.txt", geminiAnswer("allow_once"))
+	g.ran(tr, "gemini-asked.txt")
+	if len(tr.asked) != 1 {
+		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
+	}
+	req := tr.asked[0]
+	if sent := g.permissionRequests(); len(sent) != 1 || sent[0] != req.Raw {
+		t.Errorf("the editor got\n  %s\nbut gemini-cli sent\n  %s", req.Raw, strings.Join(sent, "\n  "))
+	}
+	tc := req.Params.ToolCall
+	if req.Params.SessionID != g.sessionID || tc.Title != "touch gemini-asked.txt" || tc.Kind != "execute" || tc.RawInput != nil || len(tc.Locations) != 0 {
+		t.Errorf("not the request shape gemini-cli 0.61 is known to send: %s", req.Raw)
+	}
+	var ids []string
+	for _, o := range req.Params.Options {
+		ids = append(ids, o.OptionID+"="+o.Kind)
+	}
+	if got, want := strings.Join(ids, " "), "proceed_always=allow_always proceed_once=allow_once cancel=reject_once"; got != want {
+		t.Errorf("options %s, want %s", got, want)
+	}
+
+	tr = g.run("touch gemini-rejected.txt", geminiAnswer("reject_once"))
+	g.refused(tr, "gemini-rejected.txt")
+	if len(tr.asked) != 1 {
+		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
+	}
+	g.finish()
+}
+
+// TestRealGeminiCancel: session/cancel while the editor has the request
+// open. The broker answers it cancelled itself, so the turn ends cancelled
+// even though this editor never answers in time; its late "allow" is
+// dropped, nothing runs, and the model never hears of the command.
+func TestRealGeminiCancel(t *testing.T) {
+	g := startGemini(t)
+	var pending geminiAsk
+	tr := g.run("touch gemini-cancelled.txt", func(g *geminiRun, req geminiAsk) {
+		pending = req
+		g.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, g.sessionID))
+	})
+	if tr.stopReason != "cancelled" || len(tr.asked) != 1 {
+		t.Fatalf("the turn ended %q after %d requests, want cancelled after 1", tr.stopReason, len(tr.asked))
+	}
+	g.answeredBy(pending.ID, `{"outcome":{"outcome":"cancelled"}}`)
+
+	// The late answer of an editor that approves anything. The broker
+	// reads the editor in order, so once the next prompt is answered the
+	// late answer has been dealt with.
+	g.EditorSend(selected(string(pending.ID), "proceed_once"))
+	tr = g.prompt("Nothing to run this time.", geminiNeverAsked)
+	if tr.stopReason != "end_turn" {
+		t.Errorf("the next turn ended %q, want end_turn", tr.stopReason)
+	}
+	g.answeredBy(pending.ID, `{"outcome":{"outcome":"cancelled"}}`)
+	if g.marker("gemini-cancelled.txt") {
+		t.Errorf("the cancelled command ran")
+	}
+	for _, r := range g.api.Requests() {
+		for _, c := range r.Body.Contents {
+			for _, p := range c.Parts {
+				if p.FunctionResponse != nil {
+					t.Errorf("the model heard of the cancelled command: %+v", p.FunctionResponse)
+				}
+			}
+		}
+	}
+	g.finish()
+}
