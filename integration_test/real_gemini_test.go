@@ -130,19 +130,26 @@ func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
 		t.Fatalf("not the pinned gemini-cli 0.61.0 speaking ACP v1: %s", init)
 	}
 
-	created := g.call("session/new", map[string]any{"cwd": project, "mcpServers": []any{}})
+	g.openSession()
+	return g
+}
+
+// openSession opens a new session in the project directory; the prompts
+// after it go to that session.
+func (g *geminiRun) openSession() {
+	g.t.Helper()
+	created := g.call("session/new", map[string]any{"cwd": g.project, "mcpServers": []any{}})
 	var sess struct {
 		SessionID string `json:"sessionId"`
 		Modes     struct {
 			CurrentModeID string `json:"currentModeId"`
 		} `json:"modes"`
 	}
-	geminiDecode(t, created, &sess)
+	geminiDecode(g.t, created, &sess)
 	if sess.SessionID == "" {
-		t.Fatalf("session/new gave no session id: %s", created)
+		g.t.Fatalf("session/new gave no session id: %s", created)
 	}
 	g.sessionID, g.mode = sess.SessionID, sess.Modes.CurrentModeID
-	return g
 }
 
 func geminiWriteJSON(t testing.TB, path string, v any) {
@@ -426,6 +433,17 @@ func (g *geminiRun) answeredBy(id json.RawMessage, result string) {
 	}
 }
 
+// relayed requires gemini-cli to have got the editor's answer to req, the
+// option optionID, unchanged and alone.
+func (g *geminiRun) relayed(req geminiAsk, optionID string) {
+	g.t.Helper()
+	got := g.toAgent(req.ID)
+	want := "editor->agent " + selected(string(req.ID), optionID)
+	if len(got) != 1 || got[0] != want {
+		g.t.Errorf("gemini-cli got, for request %s:\n  %s\nwant only\n  %s", req.ID, strings.Join(got, "\n  "), want)
+	}
+}
+
 // permissionRequests returns the permission requests gemini-cli sent, as
 // it sent them.
 func (g *geminiRun) permissionRequests() []string {
@@ -512,11 +530,33 @@ func TestRealGeminiAsked(t *testing.T) {
 		t.Errorf("options %s, want %s", got, want)
 	}
 
+	g.relayed(req, "proceed_once")
+
 	tr = g.run("touch gemini-rejected.txt", geminiAnswer("reject_once"))
 	g.refused(tr, "gemini-rejected.txt")
 	if len(tr.asked) != 1 {
 		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
 	}
+	g.relayed(tr.asked[0], "cancel")
+
+	// "Allow for this session" (proceed_always, allow_always) reaches
+	// gemini-cli unchanged, and the broker remembers it (for the project,
+	// the default): gemini-cli asks again in a new session, and the
+	// broker answers from the remembered answer with proceed_once.
+	tr = g.run("touch gemini-always.txt", geminiAnswer("allow_always"))
+	g.ran(tr, "gemini-always.txt")
+	if len(tr.asked) != 1 {
+		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
+	}
+	g.relayed(tr.asked[0], "proceed_always")
+	if err := os.Remove(filepath.Join(g.project, "gemini-always.txt")); err != nil {
+		t.Fatal(err)
+	}
+	g.openSession()
+	tr = g.run("touch gemini-always.txt", geminiNeverAsked)
+	g.ran(tr, "gemini-always.txt")
+	reqs := g.permissionRequests()
+	g.answeredBy(geminiRequestID(t, reqs[len(reqs)-1]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
 	g.finish()
 }
 
