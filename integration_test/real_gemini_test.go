@@ -188,7 +188,7 @@ func (g *geminiRun) call(method string, params any) json.RawMessage {
 	g.t.Helper()
 	m := g.answer(method, params)
 	if m.Error != nil {
-		g.t.Fatalf("%s failed: %d %s\n%s", method, m.Error.Code, m.Error.Message, g.debug())
+		g.t.Fatalf("%s failed: %s\n%s", method, clip(string(m.raw)), g.debug())
 	}
 	return m.Result
 }
@@ -598,4 +598,53 @@ func TestRealGeminiCancel(t *testing.T) {
 		}
 	}
 	g.finish()
+}
+
+// TestRealGeminiYolo (issue 12, item 0): gemini-cli started with --yolo,
+// as a user who is tired of being asked puts it in the editor's agent
+// arguments, runs every tool call without asking, so the broker would see
+// nothing. The broker must take the session out of yolo before the editor
+// can prompt, so the rules still decide and the rest is still asked; and it
+// must refuse an editor's switch back to yolo.
+func TestRealGeminiYolo(t *testing.T) {
+	g := startGemini(t, "--yolo")
+	if g.mode != "yolo" {
+		t.Fatalf("gemini-cli --yolo started the session in mode %q, want yolo", g.mode)
+	}
+	tr := g.run("touch gemini-denied.txt", geminiNeverAsked)
+	g.refused(tr, "gemini-denied.txt")
+	// Sent before the session/new response's follow-ups, so in the trace
+	// by the end of the first turn.
+	g.toldOfSwitch()
+	tr = g.run("touch gemini-asked.txt", geminiAnswer("reject_once"))
+	g.refused(tr, "gemini-asked.txt")
+	if len(tr.asked) != 1 {
+		t.Errorf("the editor was asked %d times, want once", len(tr.asked))
+	}
+
+	m := g.answer("session/set_mode", map[string]any{"sessionId": g.sessionID, "modeId": "yolo"})
+	if m.Error == nil {
+		t.Errorf("the editor's switch to yolo was not refused: %s", m.raw)
+	}
+	tr = g.run("touch gemini-asked-again.txt", geminiAnswer("reject_once"))
+	g.refused(tr, "gemini-asked-again.txt")
+	if len(tr.asked) != 1 {
+		t.Errorf("after the editor's set_mode the editor was asked %d times, want once", len(tr.asked))
+	}
+	g.finish()
+}
+
+// toldOfSwitch requires the broker to have told the editor, in the
+// session, that it took the session out of yolo.
+func (g *geminiRun) toldOfSwitch() {
+	g.t.Helper()
+	told := g.traced(func(dir string, m rpcMessage) bool {
+		return dir == "broker->editor" && m.Method == "session/update"
+	})
+	for _, l := range told {
+		if strings.Contains(l, g.sessionID) && strings.Contains(l, "yolo") && strings.Contains(l, "default") {
+			return
+		}
+	}
+	g.t.Errorf("the broker did not tell the editor it switched the session out of yolo; it sent:\n  %s", strings.Join(told, "\n  "))
 }
