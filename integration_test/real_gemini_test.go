@@ -44,6 +44,18 @@ id = "denied-marker"
 decision = "deny"
 reason = "this marker must never be made"
 command = "touch gemini-denied*.txt"
+
+[[rule]]
+id = "edit-src"
+decision = "allow"
+kind = "edit"
+path = "./src/**"
+
+[[rule]]
+id = "no-generated-edits"
+decision = "deny"
+reason = "generated code is rebuilt, not edited"
+path = "./gen/**"
 `
 
 // geminiRun is one gemini-cli behind the broker, the test its editor.
@@ -55,11 +67,17 @@ type geminiRun struct {
 	sessionID string
 	mode      string // the session's current mode, from the session/new response
 	ids       int
+	// editorFiles: the editor serves fs/read_text_file and
+	// fs/write_text_file, from and to the project.
+	editorFiles bool
 }
 
 // startGemini starts the broker in front of gemini-cli, initializes, and
 // opens a session in a project directory of its own.
-func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
+// With editorFiles the editor advertises fs.readTextFile and
+// fs.writeTextFile, as Zed does, and gemini-cli reads and writes the
+// session's files through it.
+func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRun {
 	t.Helper()
 	// The broker runs `gemini --acp` as npm installed it: the bin link,
 	// whose `#!/usr/bin/env node` finds .bin/node, the pinned Node, first
@@ -72,7 +90,7 @@ func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
 	}
 	home := filepath.Join(root, "home")
 	project := filepath.Join(root, "project")
-	for _, dir := range []string{filepath.Join(home, ".gemini"), project} {
+	for _, dir := range []string{filepath.Join(home, ".gemini"), filepath.Join(project, "src"), filepath.Join(project, "gen")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +118,7 @@ func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
 	args := []string{"--log-level", "warn", "--audit", filepath.Join(root, "audit.jsonl"), "--config", config, "--trace", trace,
 		"--", "gemini", "--acp"}
 	cmd := exec.Command(brokerBin, append(args, geminiArgs...)...)
-	g := &geminiRun{api: api, project: project, trace: trace}
+	g := &geminiRun{api: api, project: project, trace: trace, editorFiles: editorFiles}
 	g.session = newSession(t, options{broker: true, dir: project, env: []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
@@ -114,7 +132,7 @@ func startGemini(t *testing.T, geminiArgs ...string) *geminiRun {
 	init := g.call("initialize", map[string]any{
 		"protocolVersion": 1,
 		"clientCapabilities": map[string]any{
-			"fs":       map[string]any{"readTextFile": false, "writeTextFile": false},
+			"fs":       map[string]any{"readTextFile": editorFiles, "writeTextFile": editorFiles},
 			"terminal": false,
 		},
 		"clientInfo": map[string]any{"name": "acp-broker-tests", "version": "1"},
@@ -253,6 +271,44 @@ type geminiTurn struct {
 	asked      []geminiAsk
 	updates    []string // the session/update kinds, in order
 	text       string   // the agent's message chunks
+	writes     []string // the fs/write_text_file requests the editor got
+}
+
+// serveFile plays an editor's file system: it reads and writes the
+// project's files (gemini-cli asks the editor for no other).
+func (g *geminiRun) serveFile(m geminiMessage) {
+	g.t.Helper()
+	var p struct {
+		Path    string `json:"path"`
+		Content string `json:"content"`
+	}
+	geminiDecode(g.t, m.Params, &p)
+	if rel, err := filepath.Rel(g.project, p.Path); err != nil || !filepath.IsLocal(rel) {
+		g.t.Fatalf("gemini-cli asked the editor for a file outside the project: %s", clip(string(m.raw)))
+	}
+	reply := func(result any) {
+		b, err := json.Marshal(result)
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		g.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, b))
+	}
+	if m.Method == "fs/write_text_file" {
+		if err := os.WriteFile(p.Path, []byte(p.Content), 0o600); err != nil {
+			g.t.Fatal(err)
+		}
+		reply(map[string]any{})
+		return
+	}
+	// A file that does not exist reads as empty, as from an editor that
+	// opens a new buffer for it. gemini-cli 0.61 cannot create a file after
+	// an error answer: its not-found check reads the error's message as an
+	// Error's, and the SDK hands it the plain JSON-RPC error object.
+	data, err := os.ReadFile(p.Path)
+	if err != nil && !os.IsNotExist(err) {
+		g.t.Fatal(err)
+	}
+	reply(map[string]any{"content": string(data)})
 }
 
 // prompt sends a prompt and plays the editor until the prompt is answered:
@@ -300,6 +356,11 @@ func (g *geminiRun) prompt(text string, answer func(g *geminiRun, req geminiAsk)
 				geminiDecode(g.t, u.Update.Content, &chunk)
 				tr.text += chunk.Text
 			}
+		case g.editorFiles && (m.Method == "fs/read_text_file" || m.Method == "fs/write_text_file"):
+			if m.Method == "fs/write_text_file" {
+				tr.writes = append(tr.writes, string(m.raw))
+			}
+			g.serveFile(m)
 		case m.Method != "" && m.ID != nil:
 			g.t.Fatalf("gemini-cli sent the editor an unexpected request: %s", clip(string(m.raw)))
 		}
@@ -382,40 +443,52 @@ func (g *geminiRun) run(command string, answer func(g *geminiRun, req geminiAsk)
 	return g.prompt("Please run this in the project:\n$ "+command, answer)
 }
 
+// write prompts the model to write content to path with gemini-cli's
+// write_file tool.
+func (g *geminiRun) write(path, content string, answer func(g *geminiRun, req geminiAsk)) geminiTurn {
+	g.t.Helper()
+	call, err := json.Marshal(geminiapi.Call{Name: "write_file", Args: map[string]any{"file_path": path, "content": content}})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return g.prompt("Please write this file:\ncall "+string(call), answer)
+}
+
 // heard returns the one function response the model got for the last
-// prompt's command: what gemini-cli told it the command did.
+// prompt's tool call: what gemini-cli told it the call did.
 func (g *geminiRun) heard() geminiapi.FunctionResponse {
 	g.t.Helper()
 	got := g.api.FunctionResponses()
-	if len(got) != 1 || got[0].Name != geminiapi.ShellTool {
-		g.t.Fatalf("the model got %d function responses, want one of %s: %+v", len(got), geminiapi.ShellTool, got)
+	if len(got) != 1 {
+		g.t.Fatalf("the model got %d function responses, want one: %+v", len(got), got)
 	}
 	return got[0]
 }
 
-// ran requires the command to have run and the model to have its output.
+// ran requires the command to have run (or the file to have been written)
+// and the model to have been told so.
 func (g *geminiRun) ran(tr geminiTurn, marker string) {
 	g.t.Helper()
 	if !g.marker(marker) {
-		g.t.Errorf("%s is missing: the command did not run", marker)
+		g.t.Errorf("%s is missing: the tool call did not run", marker)
 	}
 	if r := g.heard(); r.Response["error"] != nil || r.Response["output"] == nil {
-		g.t.Errorf("the model did not get the command's output: %+v", r.Response)
+		g.t.Errorf("the model did not get the tool's output: %+v", r.Response)
 	}
 	if tr.stopReason != "end_turn" || !strings.Contains(tr.text, geminiapi.Final) {
 		g.t.Errorf("the turn ended %q with text %q, want end_turn after the model's final answer", tr.stopReason, tr.text)
 	}
 }
 
-// refused requires the command not to have run, the model to have been
+// refused requires the tool call not to have run, the model to have been
 // told so, and the turn to have gone on to the model's final answer.
 func (g *geminiRun) refused(tr geminiTurn, marker string) {
 	g.t.Helper()
 	if g.marker(marker) {
-		g.t.Errorf("%s exists: the refused command ran", marker)
+		g.t.Errorf("%s exists: the refused tool call ran", marker)
 	}
 	if r := g.heard(); r.Response["output"] != nil || !strings.Contains(fmt.Sprint(r.Response["error"]), "canceled by the user") {
-		g.t.Errorf("the model was not told the command was refused: %+v", r.Response)
+		g.t.Errorf("the model was not told the tool call was refused: %+v", r.Response)
 	}
 	if tr.stopReason != "end_turn" || !strings.Contains(tr.text, geminiapi.Final) {
 		g.t.Errorf("the turn ended %q with text %q, want end_turn after the model's final answer", tr.stopReason, tr.text)
@@ -463,7 +536,7 @@ func (g *geminiRun) permissionRequests() []string {
 // compound command, does not run; the model is told it was refused and the
 // turn goes on. The broker answers with gemini-cli's own option ids.
 func TestRealGeminiRules(t *testing.T) {
-	g := startGemini(t)
+	g := startGemini(t, false)
 	if g.mode != "default" {
 		t.Fatalf("gemini-cli started in mode %q, want default", g.mode)
 	}
@@ -494,6 +567,19 @@ func TestRealGeminiRules(t *testing.T) {
 		t.Fatalf("gemini-cli sent %d permission requests, want 3", len(reqs))
 	}
 	g.answeredBy(geminiRequestID(t, reqs[2]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+
+	// Writes: gemini-cli names the file only in locations and the diff.
+	tr = g.write("src/made.txt", "made by the allowed write\n", geminiNeverAsked)
+	g.ran(tr, "src/made.txt")
+	tr = g.write("gen/made.txt", "made by the denied write\n", geminiNeverAsked)
+	g.refused(tr, "gen/made.txt")
+	reqs = g.permissionRequests()
+	if len(reqs) != 5 {
+		t.Fatalf("gemini-cli sent %d permission requests, want 5", len(reqs))
+	}
+	g.answeredBy(geminiRequestID(t, reqs[3]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
+	g.answeredBy(geminiRequestID(t, reqs[4]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	t.Logf("gemini-cli's write request: %s", reqs[4])
 	g.finish()
 }
 
@@ -507,7 +593,7 @@ func geminiRequestID(t testing.TB, req string) json.RawMessage {
 // command only in the title, empty locations, proceed_* and cancel
 // options), and the editor's answer decides: allow runs it, reject does not.
 func TestRealGeminiAsked(t *testing.T) {
-	g := startGemini(t)
+	g := startGemini(t, false)
 
 	tr := g.run("touch gemini-asked.txt", geminiAnswer("allow_once"))
 	g.ran(tr, "gemini-asked.txt")
@@ -565,7 +651,7 @@ func TestRealGeminiAsked(t *testing.T) {
 // even though this editor never answers in time; its late "allow" is
 // dropped, nothing runs, and the model never hears of the command.
 func TestRealGeminiCancel(t *testing.T) {
-	g := startGemini(t)
+	g := startGemini(t, false)
 	var pending geminiAsk
 	tr := g.run("touch gemini-cancelled.txt", func(g *geminiRun, req geminiAsk) {
 		pending = req
@@ -607,7 +693,7 @@ func TestRealGeminiCancel(t *testing.T) {
 // can prompt, so the rules still decide and the rest is still asked; and it
 // must refuse an editor's switch back to yolo.
 func TestRealGeminiYolo(t *testing.T) {
-	g := startGemini(t, "--yolo")
+	g := startGemini(t, false, "--yolo")
 	if g.mode != "yolo" {
 		t.Fatalf("gemini-cli --yolo started the session in mode %q, want yolo", g.mode)
 	}
@@ -647,4 +733,37 @@ func (g *geminiRun) toldOfSwitch() {
 		}
 	}
 	g.t.Errorf("the broker did not tell the editor it switched the session out of yolo; it sent:\n  %s", strings.Join(told, "\n  "))
+}
+
+// TestRealGeminiEditorFiles: with an editor that serves files (as Zed
+// advertises it), gemini-cli writes through fs/write_text_file after its
+// permission request. The broker lets the write through that its rule or
+// the editor just allowed, and nothing else: a denied or rejected write
+// never reaches the editor.
+func TestRealGeminiEditorFiles(t *testing.T) {
+	g := startGemini(t, true)
+
+	tr := g.write("src/made.txt", "made by the allowed write\n", geminiNeverAsked)
+	g.ran(tr, "src/made.txt")
+	if len(tr.writes) != 1 {
+		t.Errorf("the editor got %d writes, want the allowed one: %v", len(tr.writes), tr.writes)
+	}
+
+	tr = g.write("gen/made.txt", "made by the denied write\n", geminiNeverAsked)
+	g.refused(tr, "gen/made.txt")
+	if len(tr.writes) != 0 {
+		t.Errorf("the editor got writes for a denied one: %v", tr.writes)
+	}
+
+	tr = g.write("notes.txt", "asked for\n", geminiAnswer("allow_once"))
+	g.ran(tr, "notes.txt")
+	if len(tr.asked) != 1 || len(tr.writes) != 1 {
+		t.Errorf("asked %d times with %d writes, want one of each", len(tr.asked), len(tr.writes))
+	}
+	tr = g.write("rejected.txt", "asked for\n", geminiAnswer("reject_once"))
+	g.refused(tr, "rejected.txt")
+	if len(tr.asked) != 1 || len(tr.writes) != 0 {
+		t.Errorf("asked %d times with %d writes, want one ask and no write", len(tr.asked), len(tr.writes))
+	}
+	g.finish()
 }

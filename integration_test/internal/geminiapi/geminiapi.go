@@ -3,10 +3,11 @@
 // tests that run the real gemini-cli: gemini-cli talks to it through its own
 // base-URL setting (GOOGLE_GEMINI_BASE_URL).
 //
-// The model is scripted by the prompt: every line of the user's prompt that
+// The model is scripted by the prompt: each line of the user's prompt that
 // starts with "$ " is a shell command the model asks gemini-cli to run
-// (gemini-cli's run_shell_command tool), one call after the other, and once
-// each has its function response the model answers with a final text. The
+// (gemini-cli's run_shell_command tool), and each line "call {JSON}" a call
+// of any tool ({"name": ..., "args": {...}}), one after the other; once each
+// has its function response the model answers with a final text. The
 // script is stateless: for each request the server counts the function
 // responses after the prompt, so a retried request gets the same answer, and
 // whatever gemini-cli did with a call (ran it, or was refused) is in the
@@ -156,23 +157,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // next is the model's answer to a conversation.
 func (s *Server) next(model string, contents []Content) map[string]any {
-	calls := Commands(prompt(contents))
+	calls := Calls(prompt(contents))
 	done := len(responsesSincePrompt(contents))
 	if done >= len(calls) {
 		return textResponse(model, Final)
 	}
-	return response(model, map[string]any{"functionCall": Call{
-		Name: ShellTool,
-		Args: map[string]any{"command": calls[done], "description": "a command the test asked for"},
-	}})
+	return response(model, map[string]any{"functionCall": calls[done]})
 }
 
-// Commands returns the commands a prompt asks for, in order.
-func Commands(prompt string) []string {
-	var out []string
+// Calls returns the calls a prompt asks for, in order. A "call" line that
+// is not a call's JSON asks for a call of no name, which gemini-cli
+// refuses.
+func Calls(prompt string) []Call {
+	var out []Call
 	for _, line := range strings.Split(prompt, "\n") {
 		if cmd, ok := strings.CutPrefix(line, "$ "); ok {
-			out = append(out, cmd)
+			out = append(out, Call{
+				Name: ShellTool,
+				Args: map[string]any{"command": cmd, "description": "a command the test asked for"},
+			})
+		} else if js, ok := strings.CutPrefix(line, "call "); ok {
+			var c Call
+			_ = json.Unmarshal([]byte(js), &c)
+			out = append(out, c)
 		}
 	}
 	return out
