@@ -27,8 +27,9 @@ import (
 // with no earlier tool_call update, no rawInput and no name: the shell
 // command is only the title, paths only in locations and diff content.
 // Options are proceed_always (allow_always), proceed_once (allow_once) and
-// cancel (reject_once); any answer but a proceed_* id or the cancelled
-// outcome fails the tool call. A refused call is reported to the model as a
+// cancel (reject_once). gemini-cli reads the answer's id as one of its own
+// outcomes, offered or not: any proceed_* or modify_with_editor runs the
+// call, any other id fails it. A refused call is reported to the model as a
 // function response with an error, and the turn goes on; after
 // session/cancel the turn ends as soon as the pending request is answered.
 
@@ -62,6 +63,7 @@ path = "./gen/**"
 type geminiRun struct {
 	*session
 	api       *geminiapi.Server
+	home      string // gemini-cli's HOME
 	project   string // the session's directory, where the commands run
 	trace     string // the broker's --trace file
 	sessionID string
@@ -118,7 +120,7 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 	args := []string{"--log-level", "warn", "--audit", filepath.Join(root, "audit.jsonl"), "--config", config, "--trace", trace,
 		"--", "gemini", "--acp"}
 	cmd := exec.Command(brokerBin, append(args, geminiArgs...)...)
-	g := &geminiRun{api: api, project: project, trace: trace, editorFiles: editorFiles}
+	g := &geminiRun{api: api, home: home, project: project, trace: trace, editorFiles: editorFiles}
 	g.session = newSession(t, options{broker: true, dir: project, env: []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
@@ -443,6 +445,17 @@ func (g *geminiRun) run(command string, answer func(g *geminiRun, req geminiAsk)
 	return g.prompt("Please run this in the project:\n$ "+command, answer)
 }
 
+// runIn prompts the model to run one shell command in dir (the tool's
+// dir_path: relative to the session's directory, or absolute).
+func (g *geminiRun) runIn(dir, command string, answer func(g *geminiRun, req geminiAsk)) geminiTurn {
+	g.t.Helper()
+	call, err := json.Marshal(geminiapi.Call{Name: geminiapi.ShellTool, Args: map[string]any{"command": command, "dir_path": dir}})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return g.prompt("Please run this there:\ncall "+string(call), answer)
+}
+
 // write prompts the model to write content to path with gemini-cli's
 // write_file tool.
 func (g *geminiRun) write(path, content string, answer func(g *geminiRun, req geminiAsk)) geminiTurn {
@@ -568,18 +581,23 @@ func TestRealGeminiRules(t *testing.T) {
 	}
 	g.answeredBy(geminiRequestID(t, reqs[2]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
 
+	// A command the model runs in another directory (dir_path) is read
+	// there: gemini-cli says where only in the request's text content.
+	tr = g.runIn("gen", "echo made > gemini-redirect.txt", geminiNeverAsked)
+	g.refused(tr, "gen/gemini-redirect.txt")
+
 	// Writes: gemini-cli names the file only in locations and the diff.
 	tr = g.write("src/made.txt", "made by the allowed write\n", geminiNeverAsked)
 	g.ran(tr, "src/made.txt")
 	tr = g.write("gen/made.txt", "made by the denied write\n", geminiNeverAsked)
 	g.refused(tr, "gen/made.txt")
 	reqs = g.permissionRequests()
-	if len(reqs) != 5 {
-		t.Fatalf("gemini-cli sent %d permission requests, want 5", len(reqs))
+	if len(reqs) != 6 {
+		t.Fatalf("gemini-cli sent %d permission requests, want 6", len(reqs))
 	}
-	g.answeredBy(geminiRequestID(t, reqs[3]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
-	g.answeredBy(geminiRequestID(t, reqs[4]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
-	t.Logf("gemini-cli's write request: %s", reqs[4])
+	g.answeredBy(geminiRequestID(t, reqs[3]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	g.answeredBy(geminiRequestID(t, reqs[4]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
+	g.answeredBy(geminiRequestID(t, reqs[5]), `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
 	g.finish()
 }
 
@@ -624,6 +642,21 @@ func TestRealGeminiAsked(t *testing.T) {
 		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
 	}
 	g.relayed(tr.asked[0], "cancel")
+
+	// A command the rules allow, run by the model in gemini-cli's own
+	// temporary directory (which gemini-cli lets dir_path name): outside
+	// the session's directories, so it is asked.
+	scratch := filepath.Join(g.home, ".gemini", "tmp", "project")
+	if info, err := os.Stat(scratch); err != nil || !info.IsDir() {
+		t.Fatalf("gemini-cli's temporary directory for the project is not %s: %v", scratch, err)
+	}
+	tr = g.runIn(scratch, "touch gemini-allowed.txt", geminiAnswer("reject_once"))
+	if len(tr.asked) != 1 {
+		t.Errorf("the editor was asked %d times, want once", len(tr.asked))
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "gemini-allowed.txt")); err == nil {
+		t.Errorf("the command ran in %s", scratch)
+	}
 
 	// "Allow for this session" (proceed_always, allow_always) reaches
 	// gemini-cli unchanged, and the broker remembers it (for the project,

@@ -148,6 +148,13 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	}
 
 	r.readCommand(input)
+	if given := r.Dir; r.CommandSource == "title" && r.readStatedDir(fields) {
+		// Gemini CLI's dir_path, stated in the content.
+		if ownDir && r.Dir != given {
+			r.conflict("rawInput.cwd is %s but the content says %s", given, r.Dir)
+		}
+		ownDir = true
+	}
 	r.readPaths(fields, input)
 	r.readURL(input)
 	r.readMCP(input)
@@ -273,7 +280,11 @@ func (r *Request) addWorkDir() {
 			return
 		}
 	}
-	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: "rawInput.cwd", WorkDir: true})
+	from := "rawInput.cwd"
+	if r.CommandSource == "title" {
+		from = statedDirFrom
+	}
+	r.Paths = append(r.Paths, PathAccess{Given: r.Dir, Abs: r.Dir, Resolved: resolved, Write: true, From: from, WorkDir: true})
 }
 
 // ResolvedDir is the request's directory with its symbolic links followed
