@@ -5,6 +5,9 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -212,4 +215,406 @@ func TestModeConfigOptionSwitched(t *testing.T) {
 			d.finish()
 		})
 	}
+}
+
+// openBlind initializes as agent and opens sess_1, answered in mode blind
+// and switched to asking by the broker (the agent agrees); the user is told
+// with a notice when notices is set.
+func openBlind(agent, blind, asking string, notices bool) func(d *decider) {
+	return func(d *decider) {
+		caps := `{}`
+		if notices {
+			caps = `{"session":{"notices":{}}}`
+		}
+		initializeAs(d, agent, caps, 1)
+		d.EditorToAgent(newSessionIn(d))
+		response := modesResponse(blind)
+		d.AgentSend(response)
+		id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"`+asking+`"}`)
+		d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+		d.EditorExpect(response)
+		expectTold(d, notices, false)
+	}
+}
+
+// modeUpdate is the agent's current_mode_update for sess_1.
+func modeUpdate(mode string) string {
+	return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"current_mode_update","currentModeId":"` + mode + `"}}}`
+}
+
+// TestModeNoticeOnlyWhereTheEditorHasNotices: an editor that advertised
+// clientCapabilities.session.notices is told with a notice (info), any
+// other with an agent message (see expectTold).
+func TestModeNoticeOnlyWhereTheEditorHasNotices(t *testing.T) {
+	t.Parallel()
+	for _, notices := range []bool{true, false} {
+		t.Run(fmt.Sprint("notices=", notices), func(t *testing.T) {
+			t.Parallel()
+			d := startDecider(t, deciderOptions{rules: decideRules, open: openBlind(claudeAgent, "auto", "default", notices)})
+			d.finish()
+			audit, _ := os.ReadFile(d.audit)
+			if !strings.Contains(string(audit), `"decision":"switched"`) || !strings.Contains(string(audit), `"session":"sess_1"`) {
+				t.Errorf("the audit log does not record the switch:\n%s", audit)
+			}
+		})
+	}
+}
+
+// TestModeBackToBlindSwitchedAgain: a later current_mode_update or
+// config_option_update that puts the session back in a blind mode (leaving
+// plan mode into bypassPermissions, the agent's own doing) is relayed and
+// switched again at once; the user was told already, and is not told twice.
+// An editor message for the session waits until the agent answers.
+func TestModeBackToBlindSwitchedAgain(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: openBlind(claudeAgent, "auto", "default", true)})
+	back := modeUpdate("bypassPermissions")
+	d.AgentToEditor(back)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	prompt := `{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go on"}]}}`
+	d.EditorSend(prompt)
+	// The prompt waits for the answer: the agent's next line is the prompt
+	// only after it.
+	if line, err := d.in.take(300*time.Millisecond, nil); err == nil {
+		t.Fatalf("the agent received, while the broker's switch was unanswered:\n  %s", clip(string(line)))
+	}
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.AgentExpect(prompt)
+	// The config option form: config_option_update back to auto.
+	cfg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"config_option_update","configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"auto","options":[]}]}}}`
+	d.AgentToEditor(cfg)
+	id = expectSwitch(d, "session/set_config_option", `{"sessionId":"sess_1","configId":"mode","value":"default"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"default","options":[]}]}}`)
+	d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
+	d.finish()
+}
+
+// TestModeEditorMayNotChooseABlindMode: the editor's session/set_mode, or
+// session/set_config_option on the mode option, to a mode in which the agent
+// decides by itself is answered with an error saying why and never reaches
+// the agent; to another mode it passes, and the mode is tracked once the
+// agent agrees.
+func TestModeEditorMayNotChooseABlindMode(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"new-1","result":{"sessionId":"sess_1","modes":{"currentModeId":"default","availableModes":[]},"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"default","options":[]}]}}`)
+	}})
+	d.noisy = true // each refusal is a warning
+	for i, req := range []string{
+		`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"auto"}}`,
+		`{"jsonrpc":"2.0","id":"m2","method":"session/set_config_option","params":{"sessionId":"sess_1","configId":"mode","value":"bypassPermissions"}}`,
+	} {
+		d.EditorSend(req)
+		msg := expectError(t, d.EditorRecv(), fmt.Sprintf(`"m%d"`, i+1), -32602)
+		for _, want := range []string{"decides by itself", "allow_modes"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the refusal %q does not say %q", msg, want)
+			}
+		}
+	}
+	// Not the mode option: passes.
+	d.EditorToAgent(`{"jsonrpc":"2.0","id":"m3","method":"session/set_config_option","params":{"sessionId":"sess_1","configId":"model","value":"opus"}}`)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"m3","result":{"configOptions":[]}}`)
+	d.EditorToAgent(`{"jsonrpc":"2.0","id":"m4","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"plan"}}`)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"m4","result":{}}`)
+	// Plan: a command the rules allow is rejected without asking.
+	d.decided(permission("1", bashGitStatus, claudeNewOptions), "reject")
+	d.finish()
+}
+
+// TestModeAllowModes: with [agent] allow_modes = ["auto"] in the user's
+// config, a session answered in auto is left there (the response is not
+// held, nothing is sent to the agent), the editor may choose auto, and what
+// the agent does ask about is decided by the rules; a blind mode the user
+// did not allow is still switched and refused.
+func TestModeAllowModes(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules + "\n[agent]\nallow_modes = [\"auto\"]\n", open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(modesResponse("auto"))
+	}})
+	d.noisy = true // the refusal is a warning
+	d.EditorToAgent(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"auto"}}`)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"m1","result":{}}`)
+	d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
+	d.EditorSend(`{"jsonrpc":"2.0","id":"m2","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"bypassPermissions"}}`)
+	expectError(t, d.EditorRecv(), `"m2"`, -32602)
+	d.AgentToEditor(modeUpdate("bypassPermissions"))
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectTold(d, false, false)
+	d.finish()
+}
+
+// TestModeProjectFileCannotAllowModes: a project file's [agent] is refused
+// (`rules check` fails with where and why), its sessions are asked for
+// everything as for any project file that does not parse, and the session
+// is switched out of auto all the same.
+func TestModeProjectFileCannotAllowModes(t *testing.T) {
+	t.Parallel()
+	project := "[agent]\nallow_modes = [\"auto\"]\nmodes = \"keep\"\n"
+	d := startDecider(t, deciderOptions{rules: decideRules, project: project, open: openBlind(claudeAgent, "auto", "default", false)})
+	d.noisy = true // the project file's problem is a warning
+	d.asked(permission("1", bashGitStatus, claudeNewOptions), answer("1", "reject"))
+	d.finish()
+
+	cmd := exec.Command(brokerBin, "rules", "check")
+	cmd.Dir = d.cwd
+	cmd.Env = append(testEnv(), d.env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("rules check passed a project file with [agent]:\n%s", out)
+	}
+	want := filepath.Join(d.cwd, ".acp-broker.toml") + ":1:1: [agent] cannot be set in a project file"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("rules check says\n%s\nwant %q", out, want)
+	}
+}
+
+// TestModeKeep: [agent] modes = "keep" turns it all off: a session answered
+// in auto is not held nor switched, the editor may choose bypassPermissions,
+// and what the agent asks about is decided by the rules as usual.
+func TestModeKeep(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules + "\n[agent]\nmodes = \"keep\"\n", open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(modesResponse("auto"))
+	}})
+	d.EditorToAgent(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"bypassPermissions"}}`)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"m1","result":{}}`)
+	d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
+	d.finish()
+}
+
+// TestModeUnknownAgentUntouched: an agent the broker does not know (its
+// agentInfo.name, or one that gives none) is never switched, whatever its
+// modes are called, and the editor's set_mode passes.
+func TestModeUnknownAgentUntouched(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"my-agent", "claude-agent-acp", ""} {
+		t.Run("name="+name, func(t *testing.T) {
+			t.Parallel()
+			d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+				initializeAs(d, name, `{}`, 1)
+				d.EditorToAgent(newSessionIn(d))
+				d.AgentToEditor(modesResponse("auto"))
+			}})
+			d.EditorToAgent(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"yolo"}}`)
+			d.AgentToEditor(`{"jsonrpc":"2.0","id":"m1","result":{}}`)
+			d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
+			d.finish()
+		})
+	}
+}
+
+// TestModeSwitchFailingFailsClosed: when the agent refuses the broker's
+// switch, the editor still gets the session (and a warning), and every
+// request of the session is asked, even what a rule allows, while a deny
+// rule still denies; the user is told why.
+func TestModeSwitchFailingFailsClosed(t *testing.T) {
+	t.Parallel()
+	for _, notices := range []bool{true, false} {
+		t.Run(fmt.Sprint("notices=", notices), func(t *testing.T) {
+			t.Parallel()
+			d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+				caps := `{}`
+				if notices {
+					caps = `{"session":{"notices":{}}}`
+				}
+				initializeAs(d, geminiAgent, caps, 1)
+				d.EditorToAgent(newSessionIn(d))
+				response := modesResponse("yolo")
+				d.AgentSend(response)
+				id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+				d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32603,"message":"Cannot enable privileged approval modes"}}`)
+				d.EditorExpect(response)
+				text := expectTold(d, notices, true)
+				if !strings.Contains(text, "every request of this session is asked") {
+					t.Errorf("the user is told %q, which does not say that every request is asked", text)
+				}
+			}})
+			d.noisy = true // the failure is logged as a warning
+			d.asked(permission("1", bashGitStatus, geminiOptions), answer("1", "cancel"))
+			d.decided(permission("2", `{"toolCallId":"m2","title":"git push --force origin main","kind":"execute","rawInput":{"command":"git push --force origin main"}}`, geminiOptions), "cancel")
+			d.finish()
+			if !strings.Contains(d.stderrText(), "could not switch") {
+				t.Errorf("stderr does not say the switch failed:\n%s", d.stderrText())
+			}
+			audit, _ := os.ReadFile(d.audit)
+			if !strings.Contains(string(audit), `"decision":"switch failed"`) {
+				t.Errorf("the audit log does not record the failed switch:\n%s", audit)
+			}
+		})
+	}
+}
+
+// TestModeIDsNeverCollide: the broker's own requests to the agent carry ids
+// of the broker's (acp-broker-N): an editor request with such an id is
+// refused, so the agent's answer to it can never be taken for the answer to
+// a switch, and an agent response with such an id that answers nothing of
+// the broker's is dropped, never relayed.
+func TestModeIDsNeverCollide(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: openBlind(claudeAgent, "auto", "default", false)})
+	d.noisy = true
+	for _, id := range []string{`"acp-broker-1"`, `"acp-broker-2"`, `"acp-broker-x"`} {
+		d.EditorSend(`{"jsonrpc":"2.0","id":` + id + `,"method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"plan"}}`)
+		expectError(t, d.EditorRecv(), id, -32600)
+	}
+	d.AgentSend(`{"jsonrpc":"2.0","id":"acp-broker-1","result":{}}`)
+	d.AgentToEditor(d.marker())
+	d.finish()
+}
+
+// TestModeLoadHoldsThePrompt: session/load names its session, so the editor
+// may send a prompt for it before the agent answers: the prompt waits until
+// the session's mode is settled.
+func TestModeLoadHoldsThePrompt(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{}`, 1)
+	}})
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"l1","method":"session/load","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+	prompt := `{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"again"}]}}`
+	d.EditorSend(prompt)
+	replayed := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"before"}}}}`
+	d.AgentToEditor(replayed)
+	response := `{"jsonrpc":"2.0","id":"l1","result":{"modes":{"currentModeId":"bypassPermissions","availableModes":[]}}}`
+	d.AgentSend(response)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.EditorExpect(response)
+	expectTold(d, false, false)
+	d.AgentExpect(prompt)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
+	d.finish()
+}
+
+// TestModeAgentModeIsTheSessionsMode (item 7): the rules and the broker's
+// modes see the agent's real mode, however it changed: Claude Code's
+// acceptEdits and Gemini CLI's autoEdit are the broker's accept-edits (an
+// edit inside the project that no rule allows is allowed), plan is plan (a
+// command the rules allow is rejected), and a rule's modes matcher follows;
+// the asking mode leaves the config's mode; --mode overrides them all.
+func TestModeAgentModeIsTheSessionsMode(t *testing.T) {
+	t.Parallel()
+	edit := permission("1", `{"toolCallId":"e1","title":"Edit README.md","kind":"edit","rawInput":{"file_path":"$CWD/README.md"},"locations":[{"path":"$CWD/README.md"}]}`, claudeNewOptions)
+	rules := decideRules + `
+[[rule]]
+id = "no-tests-in-plan"
+decision = "deny"
+command = "npm test"
+modes = ["plan"]
+`
+	npmTest := permission("3", `{"toolCallId":"n1","title":"npm test","kind":"execute","rawInput":{"command":"npm test"}}`, claudeNewOptions)
+	t.Run("claude", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: rules, open: func(d *decider) {
+			initializeAs(d, claudeAgent, `{}`, 1)
+			d.EditorToAgent(newSessionIn(d))
+			d.AgentToEditor(modesResponse("default"))
+		}})
+		d.asked(edit, answer("1", "reject"))
+		d.AgentToEditor(modeUpdate("acceptEdits"))
+		d.decided(strings.Replace(edit, `"id":1`, `"id":2`, 1), "allow-once")
+		d.EditorToAgent(`{"jsonrpc":"2.0","id":"m1","method":"session/set_config_option","params":{"sessionId":"sess_1","configId":"mode","value":"plan"}}`)
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"m1","result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"plan","options":[]}]}}`)
+		d.decided(npmTest, "reject")
+		d.decided(permission("4", bashGitStatus, claudeNewOptions), "reject")
+		d.AgentToEditor(modeUpdate("default"))
+		d.asked(npmTest, answer("3", "reject"))
+		d.finish()
+	})
+	t.Run("gemini", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: rules, open: func(d *decider) {
+			initializeAs(d, geminiAgent, `{}`, 1)
+			d.EditorToAgent(newSessionIn(d))
+			d.AgentToEditor(modesResponse("default"))
+		}})
+		d.EditorToAgent(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"autoEdit"}}`)
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"m1","result":{}}`)
+		d.decided(edit, "allow-once")
+		d.finish()
+	})
+	t.Run("override", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: rules, args: []string{"--mode", "default"}, open: func(d *decider) {
+			initializeAs(d, claudeAgent, `{}`, 1)
+			d.EditorToAgent(newSessionIn(d))
+			d.AgentToEditor(modesResponse("acceptEdits"))
+		}})
+		d.asked(edit, answer("1", "reject"))
+		d.finish()
+	})
+	t.Run("config_mode_with_asking_mode", func(t *testing.T) {
+		t.Parallel()
+		d := startDecider(t, deciderOptions{rules: "mode = \"accept-edits\"\n" + rules, open: func(d *decider) {
+			initializeAs(d, claudeAgent, `{}`, 1)
+			d.EditorToAgent(newSessionIn(d))
+			d.AgentToEditor(modesResponse("default"))
+		}})
+		d.decided(edit, "allow-once")
+		d.finish()
+	})
+}
+
+// TestModeSwitchUnansweredFailsClosed: an agent that never answers the
+// broker's switch does not keep the session from the editor for ever: after
+// the broker's wait (10 s) the editor gets the session with a warning, the
+// prompt it sent goes on, and every request of the session is asked. An
+// answer that comes after still tells the broker the mode.
+func TestModeSwitchUnansweredFailsClosed(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{"session":{"notices":{}}}`, 1)
+	}})
+	d.noisy = true
+	d.EditorToAgent(newSessionIn(d))
+	response := modesResponse("auto")
+	d.AgentSend(response)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	start := time.Now()
+	d.EditorExpect(response)
+	if waited := time.Since(start); waited < 9*time.Second {
+		t.Errorf("the session went to the editor after %v, before the switch's answer was given up", waited)
+	}
+	text := expectTold(d, true, true)
+	if !strings.Contains(text, "did not answer") {
+		t.Errorf("the user is told %q, which does not say the agent did not answer", text)
+	}
+	d.asked(permission("1", bashGitStatus, claudeNewOptions), answer("1", "reject"))
+	// The late answer: the session is in default now, and governed.
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.AgentToEditor(d.marker())
+	d.decided(permission("2", bashGitStatus, claudeNewOptions), "allow-once")
+	d.finish()
+}
+
+// TestModeAmbiguousCountsAsBlind: a mode given in a message peers may read
+// differently (a repeated member: JavaScript keeps the last, the broker
+// would read the first) may be a blind mode: the editor's set_mode is
+// refused, and the agent's report is switched out of.
+func TestModeAmbiguousCountsAsBlind(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+		initializeAs(d, geminiAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(modesResponse("default"))
+	}})
+	d.noisy = true
+	d.EditorSend(`{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"default","modeId":"yolo"}}`)
+	expectError(t, d.EditorRecv(), `"m1"`, -32602)
+	twice := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"current_mode_update","currentModeId":"default","currentModeId":"yolo"}}}`
+	d.AgentToEditor(twice)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectTold(d, false, false)
+	d.decided(permission("1", bashGitStatus, geminiOptions), "proceed_once")
+	d.finish()
 }

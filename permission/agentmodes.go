@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/acp-broker/acp-broker/rules"
 	"github.com/acp-broker/acp-broker/session"
@@ -76,6 +75,9 @@ func (e *Engine) Refuse(s session.Info, mode string) string {
 	if !blind {
 		return ""
 	}
+	if mode == rules.AmbiguousMode {
+		return "the request repeats a member or spells one in another letter case, so the agent may read another mode than acp-broker does"
+	}
 	return fmt.Sprintf("in mode %q %s decides by itself what to run, without asking, so acp-broker's rules cannot govern it; to use it anyway, add it to your acp-broker config: [agent] allow_modes = [%q]", mode, a.Agent, mode)
 }
 
@@ -91,7 +93,10 @@ func (e *Engine) Switched(s session.Info, from, to string, failure error) (title
 		shown = "a mode it reported ambiguously"
 	}
 	why := fmt.Sprintf("in %s %s decides by itself what to run and never asks, so acp-broker's rules would govern nothing", shown, agent)
-	rec := Record{Time: time.Now(), Session: s.ID, Method: "session/set_mode", Source: "agent mode"}
+	rec := Record{Session: s.ID, Method: "session/set_mode", Source: "agent mode"}
+	if s.ModeConfigID != "" {
+		rec.Method = "session/set_config_option"
+	}
 	if failure != nil {
 		rec.Decision = "switch failed"
 		rec.Reason = fmt.Sprintf("%s; switching it to %s failed (%v): every request of the session is asked", why, to, failure)

@@ -162,6 +162,11 @@ func blindModes() []string {
 // fails with where and why).
 func (d *decoder) agentTable(prim toml.Primitive) error {
 	at := d.loc.tableKey("", "agent")
+	if v, err := d.value(prim); err == nil {
+		if _, isTable := v.(map[string]any); !isTable {
+			return d.errorf(d.loc.topKey("agent"), `write it as [agent] with modes = "keep" or allow_modes = ["..."] under it`, "agent must be a table")
+		}
+	}
 	if d.file.Layer == Project {
 		return d.errorf(at, "set [agent] in your user config (~/.config/acp-broker/config.toml) or the managed one",
 			"[agent] cannot be set in a project file: a repository must not choose the agent's modes")

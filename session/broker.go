@@ -335,10 +335,7 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 			b.invalid(fromAgent, frame, err)
 			continue
 		}
-		if b.holdAgent(m, frame) {
-			continue
-		}
-		b.relayAgent(m, frame)
+		b.relayOne(m, frame)
 		if len(frame) > bigFrame {
 			r.Release()
 			runtime.GC()

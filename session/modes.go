@@ -134,6 +134,11 @@ func (t *tracker) modeAnsweredLocked(req trackedRequest, result json.RawMessage)
 		return
 	}
 	s := t.session(sessionID)
+	if jsonrpc.Strict(req.params) != nil {
+		s.mode.id = AmbiguousMode
+		t.noteModeLocked(sessionID)
+		return
+	}
 	switch req.method {
 	case "session/set_mode":
 		if id, ok := jsonrpc.String(req.params, "modeId"); ok {
@@ -161,6 +166,10 @@ func (t *tracker) modeChange(m *jsonrpc.Message) (sessionID, mode string, ok boo
 		return "", "", false
 	}
 	sessionID, _ = jsonrpc.String(m.Params, "sessionId")
+	if jsonrpc.Strict(m.Params) != nil {
+		// The agent may read another mode than the broker would.
+		return sessionID, AmbiguousMode, true
+	}
 	if m.Method == "session/set_mode" {
 		mode, ok = jsonrpc.String(m.Params, "modeId")
 		return sessionID, mode, ok

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
@@ -37,13 +38,24 @@ type ModeGuard interface {
 // switch is answered, and the editor's messages held until the sessions they
 // name are out of the blind modes.
 type modeSwitches struct {
-	mu sync.Mutex
+	// relay is held while one agent message is relayed, so that a switch
+	// the agent leaves unanswered can be ended from a timer without
+	// racing the relay.
+	relay sync.Mutex
+	// send orders the editor's messages to the agent, held or not; mu is
+	// never held while writing, so that reading the agent never waits for
+	// a write to it.
+	send sync.Mutex
+	mu   sync.Mutex
 	// pending are the broker's own switch requests to the agent, by id.
 	pending map[string]*modeSwitch
 	// holding is the switch whose session set-up response is held; every
-	// agent message read after it waits in held, in order.
-	holding *modeSwitch
-	held    [][]byte
+	// agent message read after it waits in held, in order. isHolding is
+	// set meanwhile, so that the agent's streamed updates cost one atomic
+	// load otherwise.
+	holding   *modeSwitch
+	isHolding atomic.Bool
+	held      [][]byte
 	// setups are the editor's session set-up requests the agent has not
 	// answered, by id: the session they name, "" for session/new and fork.
 	setups map[string]string
@@ -63,8 +75,12 @@ const switchAnswerNote = "the answer to the broker's mode switch"
 // until the broker's switch is answered; it is traced again when relayed.
 const heldResponseNote = "held until the agent answers the broker's mode switch"
 
+// switchTimeout bounds the wait for the agent's answer to a switch: after
+// it the switch counts as failed (every request of the session is then
+// asked) and what it held goes on.
+const switchTimeout = 10 * time.Second
+
 type modeSwitch struct {
-	id       string
 	session  Info
 	from, to string
 	// response is the session set-up response held for it, nil for a
@@ -110,14 +126,19 @@ func (b *broker) refuseModeChange(m *jsonrpc.Message) bool {
 	return true
 }
 
-// sendToAgent writes an editor message (or the broker's answer that must
-// follow one) to the agent, or holds it while a session it may name is
-// being set up or switched out of a blind mode: no prompt may reach the
-// agent while its session is in one. setupTarget, for a session set-up
-// request, is the session it names ("" for new and fork). Messages are
-// written in the order they came.
+// sendToAgent writes an editor message m (or, with m nil, the broker's
+// answer that must follow one) to the agent, or holds it while a session it
+// may name is being set up or switched out of a blind mode: no prompt may
+// reach the agent while its session is in one. Messages are written in the
+// order they came.
 func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error {
-	if !b.watching() {
+	s := b.modes
+	s.send.Lock()
+	defer s.send.Unlock()
+	s.mu.Lock()
+	queued := len(s.waiting) > 0
+	s.mu.Unlock()
+	if !queued && !b.watching() {
 		return b.toAgent(dir, frame)
 	}
 	w := waitingFrame{dir: dir, frame: frame}
@@ -130,16 +151,17 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 			}
 		}
 	}
-	s := b.modes
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.waiting) > 0 || b.mustWaitLocked(w) {
 		w.frame = clone(frame)
 		s.waiting = append(s.waiting, w)
+		s.mu.Unlock()
 		b.trace.record("editor->broker", frame, "held: a session it may name is being switched out of a mode in which the agent decides by itself")
 		return nil
 	}
-	return b.writeWaitingLocked(w)
+	b.registerLocked(w)
+	s.mu.Unlock()
+	return b.toAgent(w.dir, w.frame)
 }
 
 // mustWaitLocked reports whether an editor message must wait: it names a
@@ -162,23 +184,43 @@ func (b *broker) mustWaitLocked(w waitingFrame) bool {
 	return false
 }
 
-func (b *broker) writeWaitingLocked(w waitingFrame) error {
+// registerLocked notes a session set-up request about to reach the agent,
+// before it does, so that its answer is never read unnoticed. The caller
+// holds b.modes.mu.
+func (b *broker) registerLocked(w waitingFrame) {
 	if w.setup != "" {
 		b.modes.setups[w.setup] = w.target
 	}
-	return b.toAgent(w.dir, w.frame)
 }
 
 // releaseWaiting writes the editor's held messages that need not wait any
 // longer, in order, up to the first that still must.
 func (b *broker) releaseWaiting() {
 	s := b.modes
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.waiting) > 0 && !b.mustWaitLocked(s.waiting[0]) {
+	s.send.Lock()
+	defer s.send.Unlock()
+	for {
+		s.mu.Lock()
+		if len(s.waiting) == 0 || b.mustWaitLocked(s.waiting[0]) {
+			s.mu.Unlock()
+			return
+		}
 		w := s.waiting[0]
 		s.waiting = s.waiting[1:]
-		_ = b.writeWaitingLocked(w)
+		b.registerLocked(w)
+		s.mu.Unlock()
+		_ = b.toAgent(w.dir, w.frame)
+	}
+}
+
+// relayOne relays one message of the agent's, unless holdAgent takes it.
+func (b *broker) relayOne(m *jsonrpc.Message, frame []byte) {
+	if b.guard != nil {
+		b.modes.relay.Lock()
+		defer b.modes.relay.Unlock()
+	}
+	if !b.holdAgent(m, frame) {
+		b.relayAgent(m, frame)
 	}
 }
 
@@ -196,12 +238,19 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 		delete(s.pending, m.IDKey())
 		s.mu.Unlock()
 		if sw == nil {
+			// A switch answered after it timed out still tells the
+			// tracker the mode.
 			b.trace.record("agent->broker", frame, "dropped: no request of the broker's waits for it")
+			b.tracker.agentResponse(m)
+			b.tracker.takeModeChanges()
 			return true
 		}
 		b.trace.record("agent->broker", frame, switchAnswerNote)
-		b.switchAnswered(sw, reparse(frame))
+		b.switchAnswered(sw, reparse(frame), nil)
 		return true
+	}
+	if m.Kind != jsonrpc.Response && !s.isHolding.Load() {
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,7 +348,7 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 		return nil
 	}
 	req := reparse(frame)
-	sw := &modeSwitch{id: id, session: info, from: info.AgentMode, to: to}
+	sw := &modeSwitch{session: info, from: info.AgentMode, to: to}
 	if response != nil {
 		sw.response = clone(response)
 	}
@@ -308,6 +357,7 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 	s.pending[req.IDKey()] = sw
 	if response != nil {
 		s.holding = sw
+		s.isHolding.Store(true)
 	}
 	s.mu.Unlock()
 	b.tracker.editorRequest(req) // its answer tells the tracker the mode, as an editor's would
@@ -316,22 +366,34 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 		s.mu.Lock()
 		delete(s.pending, req.IDKey())
 		s.mu.Unlock()
-		b.switchAnswered(sw, nil)
+		b.switchAnswered(sw, nil, errors.New("the agent could not be sent the request"))
 		return nil
 	}
+	time.AfterFunc(switchTimeout, func() { b.switchTimedOut(req.IDKey(), sw) })
 	return sw
 }
 
-// switchAnswered ends a switch: the agent answered (m), or could not be
-// asked (m nil). The user is told; a held session set-up response goes to
-// the editor, then the agent messages held behind it, and the editor's
-// messages for the session go to the agent.
-func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message) {
-	var failure error
-	switch {
-	case m == nil:
-		failure = errors.New("the agent could not be sent the request")
-	case m.Result == nil:
+// switchTimedOut ends a switch the agent has not answered in time.
+func (b *broker) switchTimedOut(key string, sw *modeSwitch) {
+	s := b.modes
+	s.relay.Lock()
+	defer s.relay.Unlock()
+	s.mu.Lock()
+	waiting := s.pending[key] == sw
+	delete(s.pending, key)
+	s.mu.Unlock()
+	if waiting {
+		b.switchAnswered(sw, nil, fmt.Errorf("the agent did not answer within %v", switchTimeout))
+		b.flushEditor()
+	}
+}
+
+// switchAnswered ends a switch: the agent answered (m), or it failed
+// without an answer (m nil, and failure says why). The user is told; a held
+// session set-up response goes to the editor, then the agent messages held
+// behind it, and the editor's messages for the session go to the agent.
+func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure error) {
+	if m != nil && m.Result == nil {
 		failure = fmt.Errorf("the agent answered %s", brief(m.Error))
 	}
 	if m != nil {
@@ -357,8 +419,14 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message) {
 	var held [][]byte
 	if s.holding == sw {
 		s.holding, held, s.held = nil, s.held, nil
+		s.isHolding.Store(false)
 	}
 	tell := !s.told[sw.session.ID]
+	if len(s.told) >= MaxOpenSessions {
+		// Bounded like the sessions themselves: at worst a user is told
+		// twice.
+		clear(s.told)
+	}
 	s.told[sw.session.ID] = true
 	s.mu.Unlock()
 
@@ -385,6 +453,8 @@ func (b *broker) abandonSwitches() {
 		return
 	}
 	s := b.modes
+	s.relay.Lock()
+	defer s.relay.Unlock()
 	s.mu.Lock()
 	var open []*modeSwitch
 	for id, sw := range s.pending {
@@ -393,7 +463,7 @@ func (b *broker) abandonSwitches() {
 	}
 	s.mu.Unlock()
 	for _, sw := range open {
-		b.switchAnswered(sw, nil)
+		b.switchAnswered(sw, nil, errors.New("the agent's output ended"))
 	}
 }
 
