@@ -63,9 +63,13 @@ path = "./gen/**"
 type geminiRun struct {
 	*session
 	api       *geminiapi.Server
-	home      string // gemini-cli's HOME
-	project   string // the session's directory, where the commands run
-	trace     string // the broker's --trace file
+	root      string   // holds everything below
+	home      string   // gemini-cli's HOME
+	env       []string // the broker's environment, beyond testEnv's
+	config    string   // the --config file
+	audit     string   // the --audit file
+	project   string   // the session's directory, where the commands run
+	trace     string   // the broker's --trace file
 	sessionID string
 	mode      string // the session's current mode, from the session/new response
 	ids       int
@@ -117,11 +121,12 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 	config := filepath.Join(root, "rules.toml")
 	writeFileAtomic(t, config, geminiRules)
 	trace := filepath.Join(root, "trace.jsonl")
-	args := []string{"--log-level", "warn", "--audit", filepath.Join(root, "audit.jsonl"), "--config", config, "--trace", trace,
+	audit := filepath.Join(root, "audit.jsonl")
+	args := []string{"--log-level", "warn", "--audit", audit, "--config", config, "--trace", trace,
 		"--", "gemini", "--acp"}
 	cmd := exec.Command(brokerBin, append(args, geminiArgs...)...)
-	g := &geminiRun{api: api, home: home, project: project, trace: trace, editorFiles: editorFiles}
-	g.session = newSession(t, options{broker: true, dir: project, env: []string{
+	g := &geminiRun{api: api, root: root, home: home, config: config, audit: audit, project: project, trace: trace, editorFiles: editorFiles}
+	g.env = []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -129,7 +134,8 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 		"GEMINI_API_KEY=test-key",
 		"GOOGLE_GEMINI_BASE_URL=" + api.URL,
 		"NO_COLOR=1",
-	}}, cmd)
+	}
+	g.session = newSession(t, options{broker: true, dir: project, env: g.env}, cmd)
 
 	init := g.call("initialize", map[string]any{
 		"protocolVersion": 1,
@@ -394,13 +400,115 @@ func (g *geminiRun) marker(name string) bool {
 	return err == nil
 }
 
-// finish closes the editor's side and requires the broker to exit 0.
+// finish closes the editor's side, requires the broker to exit 0, and
+// checks the dry run against what it decided (explainAgrees).
 func (g *geminiRun) finish() {
 	g.t.Helper()
 	g.CloseEditor()
 	if code := g.Wait(); code != 0 {
 		g.t.Fatalf("the broker exited with status %d\n%s", code, g.debug())
 	}
+	g.explainAgrees()
+}
+
+// explainAgrees runs every permission request gemini-cli sent through
+// `acp-broker rules explain --json`, with the broker's trace up to the
+// request as the transcript and the broker's config, environment and
+// directory, and requires the dry run to decide as the broker did (its
+// audit line): allow or deny alike, ask where the broker asked. A request
+// the broker answered from an "always" given after it was asked is left
+// out: explain sees the answer remembered since.
+func (g *geminiRun) explainAgrees() {
+	g.t.Helper()
+	if g.t.Failed() {
+		return
+	}
+	live := map[string]string{} // toolCallId -> allow, deny or ask
+	data, err := os.ReadFile(g.audit)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var a struct {
+			ToolCallID string `json:"tool_call_id"`
+			Method     string `json:"method"`
+			Decision   string `json:"decision"`
+			Asked      string `json:"asked"`
+			OptionKind string `json:"option_kind"`
+		}
+		if json.Unmarshal([]byte(line), &a) != nil || a.Method != "session/request_permission" {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(a.OptionKind, "_always"):
+			live[a.ToolCallID] = "" // remembered, see above
+		case a.Asked != "":
+			live[a.ToolCallID] = "ask"
+		default:
+			live[a.ToolCallID] = a.Decision
+		}
+	}
+	trace, err := os.ReadFile(g.trace)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(trace), "\n")
+	checked := 0
+	for i, line := range lines {
+		var e struct {
+			Dir     string `json:"dir"`
+			Message struct {
+				Method string `json:"method"`
+				Params struct {
+					ToolCall struct {
+						ToolCallID string `json:"toolCallId"`
+					} `json:"toolCall"`
+				} `json:"params"`
+			} `json:"message"`
+		}
+		var raw struct {
+			Message struct {
+				Params json.RawMessage `json:"params"`
+			} `json:"message"`
+		}
+		if json.Unmarshal([]byte(line), &e) != nil || e.Dir != "agent->broker" || e.Message.Method != "session/request_permission" {
+			continue
+		}
+		want, ok := live[e.Message.Params.ToolCall.ToolCallID]
+		if !ok {
+			g.t.Errorf("no audit line for %s", clip(line))
+			continue
+		}
+		if want == "" {
+			continue
+		}
+		_ = json.Unmarshal([]byte(line), &raw)
+		transcript := filepath.Join(g.root, fmt.Sprintf("explain-%d.jsonl", i))
+		if err := os.WriteFile(transcript, []byte(strings.Join(lines[:i], "")), 0o600); err != nil {
+			g.t.Fatal(err)
+		}
+		cmd := exec.Command(brokerBin, "rules", "explain", "--json", "--transcript", transcript, "--config", g.config)
+		cmd.Env = append(testEnv(), g.env...)
+		cmd.Dir = g.project
+		cmd.Stdin = strings.NewReader(string(raw.Message.Params))
+		out, err := cmd.Output()
+		var got struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}
+		if err != nil || json.Unmarshal(out, &got) != nil {
+			g.t.Errorf("rules explain failed on %s: %v\n%s", clip(line), err, out)
+			continue
+		}
+		if got.Decision != want {
+			g.t.Errorf("the dry run decides %s (%s), the broker decided %s, for\n  %s", got.Decision, got.Reason, want, clip(line))
+		}
+		checked++
+	}
+	if checked == 0 {
+		g.t.Errorf("the dry run checked no request")
+	}
+	g.t.Logf("the dry run decided %d requests as the broker did", checked)
 }
 
 // traced returns the messages of the broker's trace that keep accepts,

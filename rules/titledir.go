@@ -47,9 +47,9 @@ func (r *Request) readStatedDir(fields map[string]json.RawMessage) bool {
 		if !ok {
 			continue
 		}
-		dir, ok := statedDir(rest, r.ctx.Cwd)
-		if !ok {
-			r.notUnderstood("the directory in %q cannot be told from what follows it", c.Content.Text)
+		dir, problem := statedDir(rest, r.ctx.Cwd)
+		if problem != "" {
+			r.notUnderstood("the directory in %q %s", c.Content.Text, problem)
 			return false
 		}
 		stated = append(stated, dir)
@@ -72,9 +72,8 @@ func (r *Request) readStatedDir(fields map[string]json.RawMessage) bool {
 // directory that exists, so of several readings the one that names an
 // existing directory is the one, and none or two that do are ambiguous. The
 // directory is made absolute against the session's cwd, as gemini-cli
-// resolves dir_path; ok is false when it is empty, ambiguous, or cannot be
-// made absolute.
-func statedDir(rest, cwd string) (dir string, ok bool) {
+// resolves dir_path; problem says why there is no one directory.
+func statedDir(rest, cwd string) (dir, problem string) {
 	var fits []string
 	for i := 0; i < len(rest); i++ {
 		if rest[i] != ']' || i == 0 {
@@ -87,13 +86,16 @@ func statedDir(rest, cwd string) (dir string, ok bool) {
 				d = filepath.Join(cwd, d)
 			}
 			if !filepath.IsAbs(d) {
-				return "", false
+				return "", "cannot be made absolute"
 			}
 			fits = append(fits, filepath.Clean(d))
 		}
 	}
-	if len(fits) <= 1 {
-		return strings.Join(fits, ""), len(fits) == 1
+	switch len(fits) {
+	case 0:
+		return "", "cannot be told from what follows it"
+	case 1:
+		return fits[0], ""
 	}
 	var existing []string
 	for _, d := range fits {
@@ -102,7 +104,7 @@ func statedDir(rest, cwd string) (dir string, ok bool) {
 		}
 	}
 	if len(existing) != 1 {
-		return "", false
+		return "", "cannot be told from what follows it"
 	}
-	return existing[0], true
+	return existing[0], ""
 }
