@@ -164,6 +164,13 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	}
 
 	r.readCommand(input)
+	if given := r.Dir; r.CommandSource == "title" && r.readStatedDir(fields) {
+		// Gemini CLI's dir_path, stated in the content.
+		if ownDir && r.Dir != given {
+			r.conflict("rawInput.cwd is %s but the content says %s", given, r.Dir)
+		}
+		ownDir, dirFrom = true, statedDirFrom
+	}
 	r.readPaths(fields, input)
 	r.readURL(input)
 	r.readMCP(input)
