@@ -1,0 +1,702 @@
+//go:build linux
+
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acp-broker/acp-broker/integration_test/internal/responsesapi"
+)
+
+// The real codex-acp 2.6 (over the Codex 0.166 App Server) through the
+// broker, pointed at responsesapi on loopback. Codex runs every command in
+// its sandbox (bubblewrap) without asking; it asks the client only when the
+// model requests to run outside it, with exec_command's
+// sandbox_permissions "require_escalated": that is what the scripted model
+// does, so each command reaches the broker as a session/request_permission.
+
+// codexRules is the rule file every Codex scenario runs with.
+const codexRules = `
+[[rule]]
+id = "codex-allowed"
+decision = "allow"
+command = "touch codex-allowed.txt"
+
+[[rule]]
+id = "codex-denied"
+decision = "deny"
+reason = "the test forbids this marker"
+command = "touch codex-denied.txt"
+`
+
+// escalated is the exec_command call that runs cmd outside Codex's
+// sandbox, which Codex asks the client about.
+func escalated(id, cmd string) responsesapi.Call {
+	return responsesapi.Call{ID: id, Name: "exec_command", Arguments: map[string]any{
+		"cmd":                 cmd,
+		"sandbox_permissions": "require_escalated",
+		"justification":       "The test needs this marker file.",
+	}}
+}
+
+// codexTurn is a prompt whose turn makes one escalated call running cmd.
+func codexTurn(id, cmd string) responsesapi.Turn {
+	return responsesapi.Turn{Calls: []responsesapi.Call{escalated(id, cmd)}, Answer: "Done: " + cmd}
+}
+
+// codexAgent is one conversation with codex-acp behind the broker; the test
+// is the editor.
+type codexAgent struct {
+	t       *testing.T
+	s       *session
+	model   *responsesapi.Server
+	dir     string // the project, the session's cwd
+	trace   string // the broker's --trace file
+	session string // the session id
+	lastID  int    // the editor's last request id
+	started time.Time
+}
+
+// startCodex starts the broker with codexRules in front of codex-acp in its
+// default configuration, with a home of its own and the model scripted by
+// turns, and opens one session: initialize, authenticate with the api-key
+// method, session/new.
+func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *codexAgent {
+	t.Helper()
+	node := adapterNode(t)
+	script := filepath.Join(requireAdapters(t), "@agentclientprotocol", "codex-acp", "dist", "index.js")
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	codexHome := filepath.Join(home, ".codex")
+	proj := filepath.Join(tmp, "project")
+	for _, d := range []string{codexHome, proj} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model, err := responsesapi.Start(turns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+
+	// A provider of its own: the built-in "openai" provider (openai_base_url)
+	// first tries a WebSocket to /v1/responses and falls back to HTTP only
+	// after five retries (~7 s). requires_openai_auth makes the api-key login
+	// the credential, as with OpenAI itself. No update check, no analytics:
+	// nothing tries to leave the machine.
+	config := fmt.Sprintf(`model = "gpt-6.1-sol"
+model_provider = "mock"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.mock]
+name = "mock"
+base_url = %q
+wire_api = "responses"
+requires_openai_auth = true
+supports_websockets = false
+request_max_retries = 0
+stream_max_retries = 0
+`, model.URL)
+	writeFileAtomic(t, filepath.Join(codexHome, "config.toml"), config)
+	rules := filepath.Join(tmp, "rules.toml")
+	writeFileAtomic(t, rules, codexRules)
+
+	c := &codexAgent{t: t, model: model, dir: proj, trace: filepath.Join(tmp, "trace.jsonl")}
+	// The adapter's own settings are unset (env -u), so that a developer's
+	// environment cannot change its defaults.
+	agent := []string{"env"}
+	for _, v := range []string{"INITIAL_AGENT_MODE", "CODEX_CONFIG", "MODEL_PROVIDER", "DEFAULT_AUTH_REQUEST", "CODEX_PATH", "APP_SERVER_LOGS"} {
+		agent = append(agent, "-u", v)
+	}
+	if mode := os.Getenv("ACPB_TEST_CODEX_MODE"); mode != "" {
+		agent = append(agent, "INITIAL_AGENT_MODE="+mode)
+	}
+	agent = append(agent, node, script)
+	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--"}, agent...)...)
+	env := []string{
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"CODEX_HOME=" + codexHome,
+		"CODEX_API_KEY=sk-test-not-a-key",
+		"OPENAI_API_KEY=sk-test-not-a-key",
+		"NO_BROWSER=1",
+	}
+	c.started = time.Now()
+	c.s = newSession(t, options{broker: true, env: env, dir: proj}, cmd)
+	// codex-acp exits about 2 s after its stdin closes; a test that is
+	// done stops it with SIGTERM, which the broker passes on to the
+	// agent's process group, instead of waiting for that.
+	t.Cleanup(func() {
+		select {
+		case <-c.s.exited:
+			return
+		default:
+		}
+		_ = c.s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.s.exited:
+		case <-time.After(15 * time.Second):
+			t.Errorf("the broker did not exit on SIGTERM")
+		}
+	})
+
+	c.call("initialize", map[string]any{
+		"protocolVersion":    1,
+		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientInfo":         map[string]any{"name": "acp-broker-integration-test", "version": "1"},
+	})
+	c.call("authenticate", map[string]any{"methodId": "api-key"})
+	res := c.call("session/new", map[string]any{"cwd": proj, "mcpServers": []any{}})
+	if err := json.Unmarshal(res["sessionId"], &c.session); err != nil || c.session == "" {
+		t.Fatalf("session/new result without a sessionId: %s", res["sessionId"])
+	}
+	c.requireMode("workspace-write", res)
+	return c
+}
+
+// message is one JSON-RPC message, its members undecoded.
+type message map[string]json.RawMessage
+
+func parseMessage(t testing.TB, line []byte) message {
+	t.Helper()
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatalf("the editor received a line that is not a JSON object: %q: %v", line, err)
+	}
+	return m
+}
+
+func (m message) str(key string) string {
+	var s string
+	_ = json.Unmarshal(m[key], &s)
+	return s
+}
+
+// send sends a request of the editor's and returns its id.
+func (c *codexAgent) send(method string, params any) int {
+	c.t.Helper()
+	c.lastID++
+	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.lastID, "method": method, "params": params})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.s.EditorSend(string(line))
+	return c.lastID
+}
+
+// notify sends a notification of the editor's.
+func (c *codexAgent) notify(method string, params any) {
+	c.t.Helper()
+	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.s.EditorSend(string(line))
+}
+
+// answer answers the agent's request req with the raw result.
+func (c *codexAgent) answer(req message, result string) {
+	c.t.Helper()
+	c.s.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req["id"], result))
+}
+
+// next takes the first message the editor received that match accepts,
+// leaving the others in the transcript for later checks.
+func (c *codexAgent) next(what string, match func(message) bool) message {
+	c.t.Helper()
+	line, err := c.s.out.take(c.s.wait, func(b []byte) bool {
+		var m message
+		return json.Unmarshal(b, &m) == nil && match(m)
+	})
+	if err != nil {
+		c.t.Fatalf("editor: waiting for %s: %v\n%s", what, err, c.s.debug())
+	}
+	return parseMessage(c.t, line)
+}
+
+// response waits for the response to the editor's request id and returns
+// its result's members; an error response fails the test.
+func (c *codexAgent) response(id int) map[string]json.RawMessage {
+	c.t.Helper()
+	want := fmt.Sprint(id)
+	m := c.next("the response to request "+want, func(m message) bool {
+		_, isRequest := m["method"]
+		return !isRequest && string(m["id"]) == want
+	})
+	if e, failed := m["error"]; failed {
+		c.t.Fatalf("request %s failed: %s\n%s", want, e, c.s.debug())
+	}
+	var res map[string]json.RawMessage
+	if err := json.Unmarshal(m["result"], &res); err != nil {
+		c.t.Fatalf("request %s: result %s is not an object", want, m["result"])
+	}
+	return res
+}
+
+// call sends a request and waits for its result.
+func (c *codexAgent) call(method string, params any) map[string]json.RawMessage {
+	c.t.Helper()
+	return c.response(c.send(method, params))
+}
+
+// requireMode requires the session to end up in mode: as session/new's
+// result says, or as the agent's mode updates say after it (the broker
+// switches a session out of a mode in which Codex decides by itself before
+// the editor sees the result; the agent's own update follows).
+func (c *codexAgent) requireMode(mode string, newResult map[string]json.RawMessage) {
+	c.t.Helper()
+	var res struct {
+		Modes struct {
+			CurrentModeID string `json:"currentModeId"`
+		} `json:"modes"`
+	}
+	_ = json.Unmarshal(mustMarshal(c.t, newResult), &res)
+	if res.Modes.CurrentModeID == mode {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		line, err := c.s.out.take(time.Until(deadline), func(b []byte) bool {
+			return modeUpdate(b) != ""
+		})
+		if err != nil {
+			break
+		}
+		if modeUpdate(line) == mode {
+			return
+		}
+	}
+	c.t.Fatalf("the session stayed in Codex's mode %q, in which Codex's own reviewer decides and the broker sees nothing; want %q\n%s",
+		res.Modes.CurrentModeID, mode, c.s.debug())
+}
+
+// modeUpdate is the mode a current_mode_update or config_option_update
+// line names, or "".
+func modeUpdate(line []byte) string {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Update struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				CurrentModeID string `json:"currentModeId"`
+				ConfigOptions []struct {
+					Category     string `json:"category"`
+					CurrentValue string `json:"currentValue"`
+				} `json:"configOptions"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "session/update" {
+		return ""
+	}
+	switch u := m.Params.Update; u.SessionUpdate {
+	case "current_mode_update":
+		return u.CurrentModeID
+	case "config_option_update":
+		for _, o := range u.ConfigOptions {
+			if o.Category == "mode" {
+				return o.CurrentValue
+			}
+		}
+	}
+	return ""
+}
+
+func mustMarshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// prompt starts a turn with text and returns the request's id.
+func (c *codexAgent) prompt(text string) int {
+	c.t.Helper()
+	return c.send("session/prompt", map[string]any{
+		"sessionId": c.session,
+		"prompt":    []any{map[string]any{"type": "text", "text": text}},
+	})
+}
+
+// stopReason waits for the prompt's response and returns its stopReason.
+func (c *codexAgent) stopReason(id int) string {
+	c.t.Helper()
+	var reason string
+	_ = json.Unmarshal(c.response(id)["stopReason"], &reason)
+	return reason
+}
+
+// permissionRequest waits for the next session/request_permission the
+// editor is asked.
+func (c *codexAgent) permissionRequest() message {
+	c.t.Helper()
+	return c.next("a session/request_permission", func(m message) bool {
+		return m.str("method") == "session/request_permission"
+	})
+}
+
+// editorAsked lists the permission requests the editor received so far.
+func (c *codexAgent) editorAsked() []string {
+	var asked []string
+	for _, l := range c.s.out.all() {
+		var m message
+		if json.Unmarshal(l, &m) == nil && m.str("method") == "session/request_permission" {
+			asked = append(asked, string(l))
+		}
+	}
+	return asked
+}
+
+// toolCallStatus is the last status the agent reported to the editor for
+// the tool call id.
+func (c *codexAgent) toolCallStatus(id string) string {
+	status := ""
+	for _, l := range c.s.out.all() {
+		var m struct {
+			Params struct {
+				Update struct {
+					ToolCallID string `json:"toolCallId"`
+					Status     string `json:"status"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(l, &m) == nil && m.Params.Update.ToolCallID == id && m.Params.Update.Status != "" {
+			status = m.Params.Update.Status
+		}
+	}
+	return status
+}
+
+// traced is one line of the broker's --trace file.
+type traced struct {
+	Dir     string          `json:"dir"`
+	Note    string          `json:"note"`
+	Message json.RawMessage `json:"message"`
+}
+
+func (c *codexAgent) traceLines() []traced {
+	c.t.Helper()
+	f, err := os.Open(c.trace)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []traced
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l traced
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			c.t.Fatalf("trace line %q: %v", sc.Bytes(), err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// agentRequests are the session/request_permission requests the agent
+// sent, as the broker's trace recorded them on arrival.
+func (c *codexAgent) agentRequests() []message {
+	c.t.Helper()
+	var out []message
+	for _, l := range c.traceLines() {
+		if l.Dir != "agent->broker" {
+			continue
+		}
+		m := parseMessage(c.t, l.Message)
+		if m.str("method") == "session/request_permission" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// answersToAgent are the answers that reached the agent for its request
+// id, from the broker ("broker->agent") or relayed from the editor
+// ("editor->agent"), in order, as "dir outcome".
+func (c *codexAgent) answersToAgent(id json.RawMessage) []string {
+	c.t.Helper()
+	var out []string
+	for _, l := range c.traceLines() {
+		if l.Dir != "broker->agent" && l.Dir != "editor->agent" {
+			continue
+		}
+		m := parseMessage(c.t, l.Message)
+		if _, isRequest := m["method"]; isRequest || string(m["id"]) != string(id) {
+			continue
+		}
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		}
+		_ = json.Unmarshal(m["result"], &res)
+		out = append(out, strings.TrimSpace(l.Dir+" "+res.Outcome.Outcome+" "+res.Outcome.OptionID))
+	}
+	return out
+}
+
+func (c *codexAgent) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(c.dir, name))
+	return err == nil
+}
+
+// codex26CommandOptions is the option list codex-acp 2.6.0 offers for an escalated
+// command, as "optionId kind".
+var codex26CommandOptions = []string{
+	"allow_once allow_once",
+	"accept_execpolicy_amendment allow_always",
+	"cancel reject_once",
+}
+
+// requireCodexCommandRequest checks that req is Codex 2.x's shape of a
+// command approval for cmd in the project, with codex26CommandOptions.
+func (c *codexAgent) requireCodexCommandRequest(req message, callID, cmd string) {
+	c.t.Helper()
+	var p struct {
+		SessionID string `json:"sessionId"`
+		ToolCall  struct {
+			ToolCallID string         `json:"toolCallId"`
+			Kind       string         `json:"kind"`
+			Status     string         `json:"status"`
+			Title      string         `json:"title"`
+			RawInput   map[string]any `json:"rawInput"`
+		} `json:"toolCall"`
+		Options []struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		} `json:"options"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(req["params"], &p); err != nil {
+		c.t.Fatalf("request params %s: %v", req["params"], err)
+	}
+	var opts []string
+	for _, o := range p.Options {
+		opts = append(opts, o.OptionID+" "+o.Kind)
+	}
+	tc := p.ToolCall
+	want := map[string]any{"command": cmd, "cwd": c.dir}
+	if p.SessionID != c.session || tc.ToolCallID != callID || tc.Kind != "execute" || tc.Status != "pending" ||
+		tc.Title != cmd || !jsonEqual(c.t, tc.RawInput, want) || !slices.Equal(opts, codex26CommandOptions) || p.Meta != nil {
+		c.t.Errorf("codex-acp 2.6.0's command request changed shape:\n  %s\nwant toolCall {toolCallId %q, kind execute, status pending, title %q, rawInput %v}, options %q, no _meta",
+			req["params"], callID, cmd, want, codex26CommandOptions)
+	}
+}
+
+func jsonEqual(t testing.TB, a, b any) bool {
+	return string(mustMarshal(t, a)) == string(mustMarshal(t, b))
+}
+
+// finish closes the editor's side and waits for the broker to exit 0 once
+// codex-acp has; it returns how long that took.
+func (c *codexAgent) finish() time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	c.s.CloseEditor()
+	if code := c.s.Wait(); code != 0 {
+		c.t.Fatalf("the broker exited with status %d after the editor closed its stdin\n%s", code, c.s.debug())
+	}
+	return time.Since(start)
+}
+
+// TestRealCodexAllowedCommandRunsUnasked: a command a rule allows is
+// answered allow_once by the broker, runs, and the editor never sees a
+// request.
+func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the allowed marker": codexTurn("call_allowed", "touch codex-allowed.txt"),
+	})
+	if got := c.stopReason(c.prompt("make the allowed marker")); got != "end_turn" {
+		t.Errorf("stopReason %q, want end_turn", got)
+	}
+	if !c.exists("codex-allowed.txt") {
+		t.Errorf("the allowed command did not run\n%s", c.s.debug())
+	}
+	if asked := c.editorAsked(); len(asked) != 0 {
+		t.Errorf("the editor was asked about an allowed command:\n%s", strings.Join(asked, "\n"))
+	}
+	reqs := c.agentRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("the agent sent %d permission requests, want 1", len(reqs))
+	}
+	c.requireCodexCommandRequest(reqs[0], "call_allowed", "touch codex-allowed.txt")
+	if got, want := c.answersToAgent(reqs[0]["id"]), []string{"broker->agent selected allow_once"}; !slices.Equal(got, want) {
+		t.Errorf("answers to the agent %q, want %q", got, want)
+	}
+	if out, ok := c.model.Output("call_allowed"); !ok || !strings.Contains(out, "exited with code 0") {
+		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
+	}
+	took := c.finish()
+	t.Logf("codex-acp behind the broker exited %v after the editor closed stdin; the test took %v", took.Round(time.Millisecond), time.Since(c.started).Round(time.Millisecond))
+}
+
+// TestRealCodexDeniedCommandDoesNotRun: a command a deny rule matches, alone
+// or as one part of a compound command whose other part a rule allows, is
+// answered by the broker with Codex's only reject option (cancel, which
+// ends the turn); nothing of it runs, the editor never sees a request, and
+// the model is told on its next request that the call was refused.
+func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
+	turns := []struct{ prompt, call, cmd string }{
+		{"make the denied marker", "call_denied", "touch codex-denied.txt"},
+		{"make both markers", "call_compound", "touch codex-allowed.txt && touch codex-denied.txt"},
+		{"make the denied one last", "call_sequence", "touch codex-allowed.txt; touch codex-denied.txt"},
+		{"make it in a subshell", "call_subshell", "(touch codex-denied.txt)"},
+	}
+	script := map[string]responsesapi.Turn{"what happened?": {Answer: "They were refused."}}
+	for _, tt := range turns {
+		script[tt.prompt] = codexTurn(tt.call, tt.cmd)
+	}
+	c := startCodex(t, script)
+	for _, tt := range turns {
+		if got := c.stopReason(c.prompt(tt.prompt)); got != "cancelled" {
+			t.Errorf("%s: stopReason %q, want cancelled (Codex ends the turn on its cancel option)", tt.cmd, got)
+		}
+		if got := c.toolCallStatus(tt.call); got != "failed" {
+			t.Errorf("%s: the tool call's last status is %q, want failed", tt.cmd, got)
+		}
+	}
+	if got := c.stopReason(c.prompt("what happened?")); got != "end_turn" {
+		t.Errorf("the turn after the refusals: stopReason %q, want end_turn", got)
+	}
+	for _, m := range []string{"codex-denied.txt", "codex-allowed.txt"} {
+		if c.exists(m) {
+			t.Errorf("%s exists: a denied command ran", m)
+		}
+	}
+	if asked := c.editorAsked(); len(asked) != 0 {
+		t.Errorf("the editor was asked about a denied command:\n%s", strings.Join(asked, "\n"))
+	}
+	reqs := c.agentRequests()
+	if len(reqs) != len(turns) {
+		t.Fatalf("the agent sent %d permission requests, want %d", len(reqs), len(turns))
+	}
+	for i, r := range reqs {
+		c.requireCodexCommandRequest(r, turns[i].call, turns[i].cmd)
+		if got, want := c.answersToAgent(r["id"]), []string{"broker->agent selected cancel"}; !slices.Equal(got, want) {
+			t.Errorf("%s: answers to the agent %q, want %q", turns[i].cmd, got, want)
+		}
+	}
+	for _, tt := range turns {
+		if out, ok := c.model.Output(tt.call); !ok || !strings.Contains(out, "aborted by user") {
+			t.Errorf("%s: the model was told %q (reported: %v), want Codex's refusal \"aborted by user\"", tt.cmd, out, ok)
+		}
+	}
+}
+
+// TestRealCodexAskedCommandIsAnswered: a command no rule decides, alone or
+// beside a part a rule allows, goes to the editor as codex-acp sent it, and
+// the editor's answer decides: allow_once runs it, cancel does not.
+func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the asked marker":    codexTurn("call_asked", "touch codex-asked.txt"),
+		"make the rejected marker": codexTurn("call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt"),
+	})
+
+	p := c.prompt("make the asked marker")
+	req := c.permissionRequest()
+	c.requireCodexCommandRequest(req, "call_asked", "touch codex-asked.txt")
+	if c.exists("codex-asked.txt") {
+		t.Fatal("the asked command ran before the editor answered")
+	}
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"allow_once"}}`)
+	if got := c.stopReason(p); got != "end_turn" {
+		t.Errorf("stopReason %q after the editor allowed, want end_turn", got)
+	}
+	if !c.exists("codex-asked.txt") {
+		t.Errorf("the command the editor allowed did not run\n%s", c.s.debug())
+	}
+	if out, ok := c.model.Output("call_asked"); !ok || !strings.Contains(out, "exited with code 0") {
+		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
+	}
+
+	p = c.prompt("make the rejected marker")
+	req = c.permissionRequest()
+	c.requireCodexCommandRequest(req, "call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt")
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	if got := c.stopReason(p); got != "cancelled" {
+		t.Errorf("stopReason %q after the editor rejected, want cancelled", got)
+	}
+	for _, m := range []string{"codex-rejected.txt", "codex-allowed.txt"} {
+		if c.exists(m) {
+			t.Errorf("%s exists: the command the editor rejected ran", m)
+		}
+	}
+
+	reqs := c.agentRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the agent sent %d permission requests, want 2", len(reqs))
+	}
+	for i, want := range []string{"editor->agent selected allow_once", "editor->agent selected cancel"} {
+		if got := c.answersToAgent(reqs[i]["id"]); !slices.Equal(got, []string{want}) {
+			t.Errorf("answers to the agent's request %s: %q, want %q", reqs[i]["id"], got, want)
+		}
+	}
+	if asked := c.editorAsked(); len(asked) != 2 {
+		t.Errorf("the editor was asked %d times, want 2:\n%s", len(asked), strings.Join(asked, "\n"))
+	}
+	// Each request reached the editor byte for byte as the agent sent it.
+	traced := map[string]bool{}
+	for _, l := range c.traceLines() {
+		if l.Dir == "agent->broker" {
+			traced[string(l.Message)] = true
+		}
+	}
+	for _, a := range c.editorAsked() {
+		if !traced[a] {
+			t.Errorf("the editor got a request the agent did not send:\n  %s", a)
+		}
+	}
+}
+
+// TestRealCodexCancelMidRequest: the editor cancels the turn while Codex
+// waits for its answer. The broker answers the pending request cancelled
+// itself, Codex ends the turn cancelled, and an answer the editor sends
+// after its cancel (here a late allow_once) never reaches the agent:
+// nothing runs.
+func TestRealCodexCancelMidRequest(t *testing.T) {
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the cancelled marker": codexTurn("call_cancelled", "touch codex-cancelled.txt"),
+	})
+	p := c.prompt("make the cancelled marker")
+	req := c.permissionRequest()
+	c.requireCodexCommandRequest(req, "call_cancelled", "touch codex-cancelled.txt")
+	c.notify("session/cancel", map[string]any{"sessionId": c.session})
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"allow_once"}}`)
+	if got := c.stopReason(p); got != "cancelled" {
+		t.Errorf("stopReason %q after session/cancel, want cancelled", got)
+	}
+	// A turn that needs no permission, so that everything of the cancelled
+	// one has reached the agent and the sandbox has had its chance to run.
+	if got := c.stopReason(c.prompt("are you there?")); got != "end_turn" {
+		t.Errorf("the turn after the cancel: stopReason %q, want end_turn", got)
+	}
+	if c.exists("codex-cancelled.txt") {
+		t.Error("the command ran after the editor cancelled the turn")
+	}
+	reqs := c.agentRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("the agent sent %d permission requests, want 1", len(reqs))
+	}
+	if got, want := c.answersToAgent(reqs[0]["id"]), []string{"broker->agent cancelled"}; !slices.Equal(got, want) {
+		t.Errorf("answers to the agent %q, want %q", got, want)
+	}
+}
