@@ -98,19 +98,24 @@ func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *codexAgent {
 	config := fmt.Sprintf(`model = "gpt-6.1-sol"
 model_provider = "mock"
 check_for_update_on_startup = false
+chatgpt_base_url = %[2]q
+
+[features]
+plugins = false
+apps = false
 
 [analytics]
 enabled = false
 
 [model_providers.mock]
 name = "mock"
-base_url = %q
+base_url = %[1]q
 wire_api = "responses"
 requires_openai_auth = true
 supports_websockets = false
 request_max_retries = 0
 stream_max_retries = 0
-`, model.URL)
+`, model.URL, model.URL+"/chatgpt/")
 	writeFileAtomic(t, filepath.Join(codexHome, "config.toml"), config)
 	rules := filepath.Join(tmp, "rules.toml")
 	writeFileAtomic(t, rules, codexRules)
