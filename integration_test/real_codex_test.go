@@ -705,3 +705,26 @@ func TestRealCodexCancelMidRequest(t *testing.T) {
 		t.Errorf("answers to the agent %q, want %q", got, want)
 	}
 }
+
+// TestRealCodexSandboxedCommandsAreNotAsked pins the limit of what the
+// broker sees of Codex: a command the model runs inside Codex's sandbox
+// (sandbox_permissions left at use_default) is never asked, so it runs
+// whatever the rules say, within what the sandbox lets it write (the
+// workspace and /tmp; elsewhere the file system is read-only).
+func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the marker in the sandbox": {Calls: []responsesapi.Call{{
+			ID: "call_sandboxed", Name: "exec_command",
+			Arguments: map[string]any{"cmd": "touch codex-denied.txt"},
+		}}, Answer: "Done."},
+	})
+	if got := c.stopReason(c.prompt("make the marker in the sandbox")); got != "end_turn" {
+		t.Errorf("stopReason %q, want end_turn", got)
+	}
+	if !c.exists("codex-denied.txt") {
+		t.Errorf("the sandboxed command did not run: has Codex started asking for commands inside its sandbox? Then the README's Codex lines need updating\n%s", c.s.debug())
+	}
+	if reqs := c.agentRequests(); len(reqs) != 0 {
+		t.Errorf("the agent asked about a sandboxed command (%d requests)", len(reqs))
+	}
+}
