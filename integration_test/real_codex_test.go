@@ -253,6 +253,22 @@ func (c *codexAgent) response(id int) map[string]json.RawMessage {
 	return res
 }
 
+// responseError waits for the response to the editor's request id and
+// returns its error; a success fails the test.
+func (c *codexAgent) responseError(id int) json.RawMessage {
+	c.t.Helper()
+	want := fmt.Sprint(id)
+	m := c.next("the response to request "+want, func(m message) bool {
+		_, isRequest := m["method"]
+		return !isRequest && string(m["id"]) == want
+	})
+	e, failed := m["error"]
+	if !failed {
+		c.t.Errorf("request %s succeeded (%s), want an error", want, m["result"])
+	}
+	return e
+}
+
 // call sends a request and waits for its result.
 func (c *codexAgent) call(method string, params any) map[string]json.RawMessage {
 	c.t.Helper()
@@ -726,5 +742,48 @@ func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
 	}
 	if reqs := c.agentRequests(); len(reqs) != 0 {
 		t.Errorf("the agent asked about a sandboxed command (%d requests)", len(reqs))
+	}
+}
+
+// TestRealCodexBlindModesAreRefused: the editor cannot put a Codex session
+// into a mode in which Codex decides by itself (agent: Codex's own
+// reviewer; agent-full-access: no sandbox, no questions), by either of the
+// ways codex-acp 2.6 offers (session/set_mode, the "mode" config option):
+// the broker answers with an error, the agent never gets the request, and
+// the next command is still asked.
+func TestRealCodexBlindModesAreRefused(t *testing.T) {
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the asked marker": codexTurn("call_asked", "touch codex-asked.txt"),
+	})
+	for _, mode := range []string{"agent", "agent-full-access"} {
+		e := c.responseError(c.send("session/set_mode", map[string]any{"sessionId": c.session, "modeId": mode}))
+		t.Logf("session/set_mode %s: %s", mode, e)
+		e = c.responseError(c.send("session/set_config_option", map[string]any{"sessionId": c.session, "configId": "mode", "value": mode}))
+		t.Logf("session/set_config_option mode %s: %s", mode, e)
+	}
+	for _, l := range c.traceLines() {
+		if l.Dir != "editor->agent" {
+			continue
+		}
+		if m := parseMessage(t, l.Message); m.str("method") == "session/set_mode" || m.str("method") == "session/set_config_option" {
+			t.Errorf("the agent got the editor's %s: %s", m.str("method"), l.Message)
+		}
+	}
+	p := c.prompt("make the asked marker")
+	want := fmt.Sprint(p)
+	first := c.next("a session/request_permission or the end of the turn", func(m message) bool {
+		_, isRequest := m["method"]
+		return m.str("method") == "session/request_permission" || (!isRequest && string(m["id"]) == want)
+	})
+	if first.str("method") != "session/request_permission" {
+		t.Fatalf("the turn ended without asking (the marker exists: %v): %s", c.exists("codex-asked.txt"), first["result"])
+	}
+	c.requireCodexCommandRequest(first, "call_asked", "touch codex-asked.txt")
+	c.answer(first, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	if got := c.stopReason(p); got != "cancelled" {
+		t.Errorf("stopReason %q after the editor rejected, want cancelled", got)
+	}
+	if c.exists("codex-asked.txt") {
+		t.Error("the command the editor rejected ran")
 	}
 }
