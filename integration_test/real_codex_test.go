@@ -776,7 +776,8 @@ func TestRealCodexBlindModesAreRefused(t *testing.T) {
 		return m.str("method") == "session/request_permission" || (!isRequest && string(m["id"]) == want)
 	})
 	if first.str("method") != "session/request_permission" {
-		t.Fatalf("the turn ended without asking (the marker exists: %v): %s", c.exists("codex-asked.txt"), first["result"])
+		out, _ := c.model.Output("call_asked")
+		t.Fatalf("the turn ended without asking (the marker exists: %v; the model was told %q): %s", c.exists("codex-asked.txt"), out, first["result"])
 	}
 	c.requireCodexCommandRequest(first, "call_asked", "touch codex-asked.txt")
 	c.answer(first, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
