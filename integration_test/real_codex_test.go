@@ -39,9 +39,9 @@ reason = "the test forbids this marker"
 command = "touch codex-denied.txt"
 `
 
-// escalated is the exec_command call that runs cmd outside Codex's
+// codexEscalated is the exec_command call that runs cmd outside Codex's
 // sandbox, which Codex asks the client about.
-func escalated(id, cmd string) responsesapi.Call {
+func codexEscalated(id, cmd string) responsesapi.Call {
 	return responsesapi.Call{ID: id, Name: "exec_command", Arguments: map[string]any{
 		"cmd":                 cmd,
 		"sandbox_permissions": "require_escalated",
@@ -51,12 +51,12 @@ func escalated(id, cmd string) responsesapi.Call {
 
 // codexTurn is a prompt whose turn makes one escalated call running cmd.
 func codexTurn(id, cmd string) responsesapi.Turn {
-	return responsesapi.Turn{Calls: []responsesapi.Call{escalated(id, cmd)}, Answer: "Done: " + cmd}
+	return responsesapi.Turn{Calls: []responsesapi.Call{codexEscalated(id, cmd)}, Answer: "Done: " + cmd}
 }
 
-// codexAgent is one conversation with codex-acp behind the broker; the test
+// realCodex is one conversation with codex-acp behind the broker; the test
 // is the editor.
-type codexAgent struct {
+type realCodex struct {
 	t       *testing.T
 	s       *session
 	model   *responsesapi.Server
@@ -71,7 +71,7 @@ type codexAgent struct {
 // default configuration, with a home of its own and the model scripted by
 // turns, and opens one session: initialize, authenticate with the api-key
 // method, session/new.
-func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *codexAgent {
+func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *realCodex {
 	t.Helper()
 	node := adapterNode(t)
 	script := filepath.Join(requireAdapters(t), "@agentclientprotocol", "codex-acp", "dist", "index.js")
@@ -120,15 +120,12 @@ stream_max_retries = 0
 	rules := filepath.Join(tmp, "rules.toml")
 	writeFileAtomic(t, rules, codexRules)
 
-	c := &codexAgent{t: t, model: model, dir: proj, trace: filepath.Join(tmp, "trace.jsonl")}
+	c := &realCodex{t: t, model: model, dir: proj, trace: filepath.Join(tmp, "trace.jsonl")}
 	// The adapter's own settings are unset (env -u), so that a developer's
 	// environment cannot change its defaults.
 	agent := []string{"env"}
 	for _, v := range []string{"INITIAL_AGENT_MODE", "CODEX_CONFIG", "MODEL_PROVIDER", "DEFAULT_AUTH_REQUEST", "CODEX_PATH", "APP_SERVER_LOGS"} {
 		agent = append(agent, "-u", v)
-	}
-	if mode := os.Getenv("ACPB_TEST_CODEX_MODE"); mode != "" {
-		agent = append(agent, "INITIAL_AGENT_MODE="+mode)
 	}
 	agent = append(agent, node, script)
 	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--"}, agent...)...)
@@ -174,26 +171,26 @@ stream_max_retries = 0
 	return c
 }
 
-// message is one JSON-RPC message, its members undecoded.
-type message map[string]json.RawMessage
+// codexMessage is one JSON-RPC message, its members undecoded.
+type codexMessage map[string]json.RawMessage
 
-func parseMessage(t testing.TB, line []byte) message {
+func parseCodexMessage(t testing.TB, line []byte) codexMessage {
 	t.Helper()
-	var m message
+	var m codexMessage
 	if err := json.Unmarshal(line, &m); err != nil {
 		t.Fatalf("the editor received a line that is not a JSON object: %q: %v", line, err)
 	}
 	return m
 }
 
-func (m message) str(key string) string {
+func (m codexMessage) str(key string) string {
 	var s string
 	_ = json.Unmarshal(m[key], &s)
 	return s
 }
 
 // send sends a request of the editor's and returns its id.
-func (c *codexAgent) send(method string, params any) int {
+func (c *realCodex) send(method string, params any) int {
 	c.t.Helper()
 	c.lastID++
 	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.lastID, "method": method, "params": params})
@@ -205,7 +202,7 @@ func (c *codexAgent) send(method string, params any) int {
 }
 
 // notify sends a notification of the editor's.
-func (c *codexAgent) notify(method string, params any) {
+func (c *realCodex) notify(method string, params any) {
 	c.t.Helper()
 	line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
 	if err != nil {
@@ -215,31 +212,31 @@ func (c *codexAgent) notify(method string, params any) {
 }
 
 // answer answers the agent's request req with the raw result.
-func (c *codexAgent) answer(req message, result string) {
+func (c *realCodex) answer(req codexMessage, result string) {
 	c.t.Helper()
 	c.s.EditorSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req["id"], result))
 }
 
 // next takes the first message the editor received that match accepts,
 // leaving the others in the transcript for later checks.
-func (c *codexAgent) next(what string, match func(message) bool) message {
+func (c *realCodex) next(what string, match func(codexMessage) bool) codexMessage {
 	c.t.Helper()
 	line, err := c.s.out.take(c.s.wait, func(b []byte) bool {
-		var m message
+		var m codexMessage
 		return json.Unmarshal(b, &m) == nil && match(m)
 	})
 	if err != nil {
 		c.t.Fatalf("editor: waiting for %s: %v\n%s", what, err, c.s.debug())
 	}
-	return parseMessage(c.t, line)
+	return parseCodexMessage(c.t, line)
 }
 
 // response waits for the response to the editor's request id and returns
 // its result's members; an error response fails the test.
-func (c *codexAgent) response(id int) map[string]json.RawMessage {
+func (c *realCodex) response(id int) map[string]json.RawMessage {
 	c.t.Helper()
 	want := fmt.Sprint(id)
-	m := c.next("the response to request "+want, func(m message) bool {
+	m := c.next("the response to request "+want, func(m codexMessage) bool {
 		_, isRequest := m["method"]
 		return !isRequest && string(m["id"]) == want
 	})
@@ -255,10 +252,10 @@ func (c *codexAgent) response(id int) map[string]json.RawMessage {
 
 // responseError waits for the response to the editor's request id and
 // returns its error; a success fails the test.
-func (c *codexAgent) responseError(id int) json.RawMessage {
+func (c *realCodex) responseError(id int) json.RawMessage {
 	c.t.Helper()
 	want := fmt.Sprint(id)
-	m := c.next("the response to request "+want, func(m message) bool {
+	m := c.next("the response to request "+want, func(m codexMessage) bool {
 		_, isRequest := m["method"]
 		return !isRequest && string(m["id"]) == want
 	})
@@ -270,7 +267,7 @@ func (c *codexAgent) responseError(id int) json.RawMessage {
 }
 
 // call sends a request and waits for its result.
-func (c *codexAgent) call(method string, params any) map[string]json.RawMessage {
+func (c *realCodex) call(method string, params any) map[string]json.RawMessage {
 	c.t.Helper()
 	return c.response(c.send(method, params))
 }
@@ -279,26 +276,26 @@ func (c *codexAgent) call(method string, params any) map[string]json.RawMessage 
 // result says, or as the agent's mode updates say after it (the broker
 // switches a session out of a mode in which Codex decides by itself before
 // the editor sees the result; the agent's own update follows).
-func (c *codexAgent) requireMode(mode string, newResult map[string]json.RawMessage) {
+func (c *realCodex) requireMode(mode string, newResult map[string]json.RawMessage) {
 	c.t.Helper()
 	var res struct {
 		Modes struct {
 			CurrentModeID string `json:"currentModeId"`
 		} `json:"modes"`
 	}
-	_ = json.Unmarshal(mustMarshal(c.t, newResult), &res)
+	_ = json.Unmarshal(codexJSON(c.t, newResult), &res)
 	if res.Modes.CurrentModeID == mode {
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		line, err := c.s.out.take(time.Until(deadline), func(b []byte) bool {
-			return modeUpdate(b) != ""
+			return codexModeUpdate(b) != ""
 		})
 		if err != nil {
 			break
 		}
-		if modeUpdate(line) == mode {
+		if codexModeUpdate(line) == mode {
 			return
 		}
 	}
@@ -306,9 +303,9 @@ func (c *codexAgent) requireMode(mode string, newResult map[string]json.RawMessa
 		res.Modes.CurrentModeID, mode, c.s.debug())
 }
 
-// modeUpdate is the mode a current_mode_update or config_option_update
+// codexModeUpdate is the mode a current_mode_update or config_option_update
 // line names, or "".
-func modeUpdate(line []byte) string {
+func codexModeUpdate(line []byte) string {
 	var m struct {
 		Method string `json:"method"`
 		Params struct {
@@ -338,7 +335,7 @@ func modeUpdate(line []byte) string {
 	return ""
 }
 
-func mustMarshal(t testing.TB, v any) []byte {
+func codexJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -348,7 +345,7 @@ func mustMarshal(t testing.TB, v any) []byte {
 }
 
 // prompt starts a turn with text and returns the request's id.
-func (c *codexAgent) prompt(text string) int {
+func (c *realCodex) prompt(text string) int {
 	c.t.Helper()
 	return c.send("session/prompt", map[string]any{
 		"sessionId": c.session,
@@ -357,7 +354,7 @@ func (c *codexAgent) prompt(text string) int {
 }
 
 // stopReason waits for the prompt's response and returns its stopReason.
-func (c *codexAgent) stopReason(id int) string {
+func (c *realCodex) stopReason(id int) string {
 	c.t.Helper()
 	var reason string
 	_ = json.Unmarshal(c.response(id)["stopReason"], &reason)
@@ -366,18 +363,18 @@ func (c *codexAgent) stopReason(id int) string {
 
 // permissionRequest waits for the next session/request_permission the
 // editor is asked.
-func (c *codexAgent) permissionRequest() message {
+func (c *realCodex) permissionRequest() codexMessage {
 	c.t.Helper()
-	return c.next("a session/request_permission", func(m message) bool {
+	return c.next("a session/request_permission", func(m codexMessage) bool {
 		return m.str("method") == "session/request_permission"
 	})
 }
 
 // editorAsked lists the permission requests the editor received so far.
-func (c *codexAgent) editorAsked() []string {
+func (c *realCodex) editorAsked() []string {
 	var asked []string
 	for _, l := range c.s.out.all() {
-		var m message
+		var m codexMessage
 		if json.Unmarshal(l, &m) == nil && m.str("method") == "session/request_permission" {
 			asked = append(asked, string(l))
 		}
@@ -387,7 +384,7 @@ func (c *codexAgent) editorAsked() []string {
 
 // toolCallStatus is the last status the agent reported to the editor for
 // the tool call id.
-func (c *codexAgent) toolCallStatus(id string) string {
+func (c *realCodex) toolCallStatus(id string) string {
 	status := ""
 	for _, l := range c.s.out.all() {
 		var m struct {
@@ -405,25 +402,25 @@ func (c *codexAgent) toolCallStatus(id string) string {
 	return status
 }
 
-// traced is one line of the broker's --trace file.
-type traced struct {
+// codexTraced is one line of the broker's --trace file.
+type codexTraced struct {
 	Dir     string          `json:"dir"`
 	Note    string          `json:"note"`
 	Message json.RawMessage `json:"message"`
 }
 
-func (c *codexAgent) traceLines() []traced {
+func (c *realCodex) traceLines() []codexTraced {
 	c.t.Helper()
 	f, err := os.Open(c.trace)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer f.Close()
-	var out []traced
+	var out []codexTraced
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var l traced
+		var l codexTraced
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			c.t.Fatalf("trace line %q: %v", sc.Bytes(), err)
 		}
@@ -434,14 +431,14 @@ func (c *codexAgent) traceLines() []traced {
 
 // agentRequests are the session/request_permission requests the agent
 // sent, as the broker's trace recorded them on arrival.
-func (c *codexAgent) agentRequests() []message {
+func (c *realCodex) agentRequests() []codexMessage {
 	c.t.Helper()
-	var out []message
+	var out []codexMessage
 	for _, l := range c.traceLines() {
 		if l.Dir != "agent->broker" {
 			continue
 		}
-		m := parseMessage(c.t, l.Message)
+		m := parseCodexMessage(c.t, l.Message)
 		if m.str("method") == "session/request_permission" {
 			out = append(out, m)
 		}
@@ -452,14 +449,14 @@ func (c *codexAgent) agentRequests() []message {
 // answersToAgent are the answers that reached the agent for its request
 // id, from the broker ("broker->agent") or relayed from the editor
 // ("editor->agent"), in order, as "dir outcome".
-func (c *codexAgent) answersToAgent(id json.RawMessage) []string {
+func (c *realCodex) answersToAgent(id json.RawMessage) []string {
 	c.t.Helper()
 	var out []string
 	for _, l := range c.traceLines() {
 		if l.Dir != "broker->agent" && l.Dir != "editor->agent" {
 			continue
 		}
-		m := parseMessage(c.t, l.Message)
+		m := parseCodexMessage(c.t, l.Message)
 		if _, isRequest := m["method"]; isRequest || string(m["id"]) != string(id) {
 			continue
 		}
@@ -475,7 +472,7 @@ func (c *codexAgent) answersToAgent(id json.RawMessage) []string {
 	return out
 }
 
-func (c *codexAgent) exists(name string) bool {
+func (c *realCodex) exists(name string) bool {
 	_, err := os.Stat(filepath.Join(c.dir, name))
 	return err == nil
 }
@@ -490,7 +487,7 @@ var codex26CommandOptions = []string{
 
 // requireCodexCommandRequest checks that req is Codex 2.x's shape of a
 // command approval for cmd in the project, with codex26CommandOptions.
-func (c *codexAgent) requireCodexCommandRequest(req message, callID, cmd string) {
+func (c *realCodex) requireCodexCommandRequest(req codexMessage, callID, cmd string) {
 	c.t.Helper()
 	var p struct {
 		SessionID string `json:"sessionId"`
@@ -517,19 +514,19 @@ func (c *codexAgent) requireCodexCommandRequest(req message, callID, cmd string)
 	tc := p.ToolCall
 	want := map[string]any{"command": cmd, "cwd": c.dir}
 	if p.SessionID != c.session || tc.ToolCallID != callID || tc.Kind != "execute" || tc.Status != "pending" ||
-		tc.Title != cmd || !jsonEqual(c.t, tc.RawInput, want) || !slices.Equal(opts, codex26CommandOptions) || p.Meta != nil {
+		tc.Title != cmd || !codexJSONEqual(c.t, tc.RawInput, want) || !slices.Equal(opts, codex26CommandOptions) || p.Meta != nil {
 		c.t.Errorf("codex-acp 2.6.0's command request changed shape:\n  %s\nwant toolCall {toolCallId %q, kind execute, status pending, title %q, rawInput %v}, options %q, no _meta",
 			req["params"], callID, cmd, want, codex26CommandOptions)
 	}
 }
 
-func jsonEqual(t testing.TB, a, b any) bool {
-	return string(mustMarshal(t, a)) == string(mustMarshal(t, b))
+func codexJSONEqual(t testing.TB, a, b any) bool {
+	return string(codexJSON(t, a)) == string(codexJSON(t, b))
 }
 
 // finish closes the editor's side and waits for the broker to exit 0 once
 // codex-acp has; it returns how long that took.
-func (c *codexAgent) finish() time.Duration {
+func (c *realCodex) finish() time.Duration {
 	c.t.Helper()
 	start := time.Now()
 	c.s.CloseEditor()
@@ -565,6 +562,17 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 	}
 	if out, ok := c.model.Output("call_allowed"); !ok || !strings.Contains(out, "exited with code 0") {
 		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
+	}
+	// Codex started in its default mode, agent; the broker switched it
+	// and told the editor (which has no notices) once, in an agent message.
+	var told []string
+	for _, l := range c.traceLines() {
+		if l.Dir == "broker->editor" {
+			told = append(told, string(l.Message))
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0], `"agent_message_chunk"`) || !strings.Contains(told[0], "workspace-write") {
+		t.Errorf("the editor was told %d times what the broker did:\n%s\nwant once, an agent message that it switched Codex to workspace-write", len(told), strings.Join(told, "\n"))
 	}
 	took := c.finish()
 	t.Logf("codex-acp behind the broker exited %v after the editor closed stdin; the test took %v", took.Round(time.Millisecond), time.Since(c.started).Round(time.Millisecond))
@@ -765,13 +773,13 @@ func TestRealCodexBlindModesAreRefused(t *testing.T) {
 		if l.Dir != "editor->agent" {
 			continue
 		}
-		if m := parseMessage(t, l.Message); m.str("method") == "session/set_mode" || m.str("method") == "session/set_config_option" {
+		if m := parseCodexMessage(t, l.Message); m.str("method") == "session/set_mode" || m.str("method") == "session/set_config_option" {
 			t.Errorf("the agent got the editor's %s: %s", m.str("method"), l.Message)
 		}
 	}
 	p := c.prompt("make the asked marker")
 	want := fmt.Sprint(p)
-	first := c.next("a session/request_permission or the end of the turn", func(m message) bool {
+	first := c.next("a session/request_permission or the end of the turn", func(m codexMessage) bool {
 		_, isRequest := m["method"]
 		return m.str("method") == "session/request_permission" || (!isRequest && string(m["id"]) == want)
 	})
