@@ -540,6 +540,7 @@ func (c *realCodex) finish() time.Duration {
 // answered allow_once by the broker, runs, and the editor never sees a
 // request.
 func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
+	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
 		"make the allowed marker": codexTurn("call_allowed", "touch codex-allowed.txt"),
 	})
@@ -584,6 +585,7 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 // ends the turn); nothing of it runs, the editor never sees a request, and
 // the model is told on its next request that the call was refused.
 func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
+	t.Parallel()
 	turns := []struct{ prompt, call, cmd string }{
 		{"make the denied marker", "call_denied", "touch codex-denied.txt"},
 		{"make both markers", "call_compound", "touch codex-allowed.txt && touch codex-denied.txt"},
@@ -635,6 +637,7 @@ func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
 // beside a part a rule allows, goes to the editor as codex-acp sent it, and
 // the editor's answer decides: allow_once runs it, cancel does not.
 func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
+	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
 		"make the asked marker":    codexTurn("call_asked", "touch codex-asked.txt"),
 		"make the rejected marker": codexTurn("call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt"),
@@ -702,6 +705,7 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 // after its cancel (here a late allow_once) never reaches the agent:
 // nothing runs.
 func TestRealCodexCancelMidRequest(t *testing.T) {
+	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
 		"make the cancelled marker": codexTurn("call_cancelled", "touch codex-cancelled.txt"),
 	})
@@ -736,6 +740,7 @@ func TestRealCodexCancelMidRequest(t *testing.T) {
 // whatever the rules say, within what the sandbox lets it write (the
 // workspace and /tmp; elsewhere the file system is read-only).
 func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
+	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
 		"make the marker in the sandbox": {Calls: []responsesapi.Call{{
 			ID: "call_sandboxed", Name: "exec_command",
@@ -760,6 +765,7 @@ func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
 // the broker answers with an error, the agent never gets the request, and
 // the next command is still asked.
 func TestRealCodexBlindModesAreRefused(t *testing.T) {
+	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
 		"make the asked marker": codexTurn("call_asked", "touch codex-asked.txt"),
 	})
