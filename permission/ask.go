@@ -62,15 +62,15 @@ type held interface {
 
 // ask puts a request to the human as the route says, and writes its one
 // audit line when it is answered (or ends unanswered).
-func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) {
+func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember rememberFunc) {
 	a := e.Asker
 	if a == nil || len(params.Options) == 0 {
 		// With no options to choose from, only the editor can answer.
 		a = &Asker{Route: "editor"}
 	}
 	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
-	if _, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
-		rec.Always = alwaysCovers(req, "allow_always")
+	if o, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
+		rec.Always = alwaysCovers(req, o)
 	}
 	ctx, withdraw := context.WithCancelCause(c.Context())
 	answered := make(chan Record, 1)
@@ -89,14 +89,24 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			if by == "" {
 				by = r.Source
 			}
-			r.Remembered = remember(kind, by)
+			chosen, _ := optionByID(params.Options, r.Option)
+			r.Remembered = remember(chosen, by)
 		}
 		answered <- r
 	}
 
 	prompt := e.prompt(a, c, params, req, reason)
 	toEditor := a.Route != "channels"
-	editorAnswered := func(answer *jsonrpc.Message) {
+	// forwardedAt is when the editor was given the request: an answer
+	// sooner than a person can give is warned about (editorAnswered).
+	var forwardedAt atomic.Int64
+	var editorAnswered func(answer *jsonrpc.Message)
+	forward := func() bool {
+		forwardedAt.Store(time.Now().UnixNano())
+		return c.Forward(editorAnswered)
+	}
+	editorAnswered = func(answer *jsonrpc.Message) {
+		took := time.Duration(time.Now().UnixNano() - forwardedAt.Load())
 		r := rec
 		r.Decision = "answered"
 		kind := ""
@@ -110,9 +120,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
 		win(r, kind)
+		if kind != "" {
+			e.editorAnswered(c.SessionID(), took)
+		}
 	}
 	if toEditor {
-		c.Forward(editorAnswered)
+		forward()
 	}
 
 	channelsAsked := atomic.Bool{}
@@ -129,7 +142,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			// still be asked: the editor is the one place left.
 			go func() {
 				asked.Wait()
-				if ctx.Err() == nil && c.Forward(editorAnswered) {
+				if ctx.Err() == nil && forward() {
 					e.Log.Warn("no channel could get an answer; asking the editor")
 				}
 			}()
@@ -175,7 +188,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		for {
 			select {
 			case <-timeout:
-				opt, ok := pick(params.Options, []string{"reject_once", "reject_always"})
+				opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
 				withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
 				if ok {
 					r := rec
@@ -316,7 +329,7 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 			// says its option means: the agent's name may quote it among
 			// words that say otherwise. (The broker's own prompts say it
 			// in the name already.)
-			opt.Remembers = alwaysCovers(req, o.Kind)
+			opt.Remembers = alwaysCovers(req, o)
 			if !own {
 				opt.Name += " (the broker remembers: " + opt.Remembers + ")"
 			}

@@ -40,6 +40,8 @@ type Engine struct {
 	// about; set by Started.
 	editor   *session.Editor
 	approved approvals
+	// quick notes the sessions whose editor answered faster than a person.
+	quick quickAnswers
 
 	mu sync.Mutex
 	// sessionRules are answers remembered for one session only, by session.
@@ -86,6 +88,9 @@ type option struct {
 	OptionID string `json:"optionId"`
 	Name     string `json:"name"`
 	Kind     string `json:"kind"`
+	// Meta is the option's _meta as sent, which may describe how far its
+	// answer reaches (see reach).
+	Meta json.RawMessage `json:"-"`
 }
 
 // permissionParams is what the broker reads of a session/request_permission
@@ -200,14 +205,11 @@ func (e *Engine) unchangedSinceAsked(c *session.Call, req *rules.Request) bool {
 	return now != nil && rules.SameRequest(req, now)
 }
 
-// alwaysCovers says what an "always" answer of this kind would remember of
-// a request, for the audit line and the prompts, before anything is stored.
-func alwaysCovers(req *rules.Request, kind string) string {
-	decision := rules.Allow
-	if kind == "reject_always" {
-		decision = rules.Deny
-	}
-	entries, why := rules.Derive(req, decision)
+// alwaysCovers says what an "always" answer with option o would remember
+// of a request, for the audit line and the prompts, before anything is
+// stored.
+func alwaysCovers(req *rules.Request, o option) string {
+	entries, scope, why := remembers(req, o, "")
 	if len(entries) == 0 {
 		return "nothing (" + why + ")"
 	}
@@ -215,13 +217,23 @@ func alwaysCovers(req *rules.Request, kind string) string {
 	for i, entry := range entries {
 		parts[i] = entry.Matches()
 	}
-	return strings.Join(parts, "; ")
+	covers := strings.Join(parts, "; ")
+	if scope == "session" {
+		covers += ", for this session"
+	}
+	return covers
 }
 
+// rememberFunc remembers an "always" answer: the option chosen, and who
+// answered.
+type rememberFunc func(chosen option, by string) string
+
 // rememberer returns what remembers an "always" answer to this request:
-// narrow entries derived from it, kept for the session, the project or the
-// user as the config says (default: the project). by names who answered. It
-// returns the entry ids for the audit log, or why nothing was remembered.
+// narrow entries derived from it, no broader than the option chosen says
+// (see remembers), kept for the session, the project or the user as the
+// config says (default: the project), or for the session when the option
+// is for the session. by names who answered. It returns the entry ids for
+// the audit log, or why nothing was remembered.
 //
 // current, if not nil, reads the tool call as it is when the answer wins: if
 // an update changed it while it was asked, the human may have answered what
@@ -231,8 +243,8 @@ func alwaysCovers(req *rules.Request, kind string) string {
 // It runs once the answer has won and before it goes on to the agent, so the
 // agent's next request already sees the entry; the store's lock and fsync
 // take a few milliseconds at most.
-func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string, current func() *rules.Request) func(kind, by string) string {
-	return func(kind, by string) string {
+func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string, current func() *rules.Request) rememberFunc {
+	return func(chosen option, by string) string {
 		if current != nil {
 			if now := current(); now == nil || !rules.SameRequest(req, now) {
 				why := "the tool call changed while it was asked, so what the human saw may not be what was decided"
@@ -243,11 +255,7 @@ func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string,
 				return "nothing: " + why
 			}
 		}
-		decision := rules.Allow
-		if kind == "reject_always" {
-			decision = rules.Deny
-		}
-		entries, why := rules.Derive(req, decision)
+		entries, scope, why := remembers(req, chosen, scope)
 		if len(entries) == 0 {
 			e.Log.Info("not remembering an always answer", "reason", why)
 			return "nothing: " + why
@@ -284,7 +292,7 @@ func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string,
 		for i, s := range saved {
 			ids[i] = s.ID
 		}
-		e.Log.Info("remembered an always answer", "scope", scope, "entries", strings.Join(ids, ","), "covers", alwaysCovers(req, kind))
+		e.Log.Info("remembered an always answer", "scope", scope, "entries", strings.Join(ids, ","), "covers", alwaysCovers(req, chosen))
 		return strings.Join(ids, ",")
 	}
 }

@@ -114,10 +114,10 @@ func Evaluate(in Inputs) Evaluation {
 		ev.Decision = rules.Ask
 		return ev
 	}
-	opt, ok := pick(params.Options, want)
+	opt, ok := pickFor(params.Options, want)
 	if !ok {
 		ev.Decision = rules.Ask
-		ev.NoOption = fmt.Sprintf("the request offers no %s option", strings.Join(want, " or "))
+		ev.NoOption = fmt.Sprintf("the request offers no %s option that answers this request only", strings.Join(want, " or "))
 		ev.Reason = ev.Verdict.Reason + ", but " + ev.NoOption
 		return ev
 	}
@@ -219,6 +219,7 @@ func readOption(raw json.RawMessage) (option, error) {
 			return o, fmt.Errorf("%q is not a string", name)
 		}
 	}
+	o.Meta = m["_meta"]
 	return o, nil
 }
 

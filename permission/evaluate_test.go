@@ -15,7 +15,7 @@ const testOptions = `[{"optionId":"a","name":"Allow","kind":"allow_once"},{"opti
 func TestReadPermissionParamsIsExact(t *testing.T) {
 	tc := `{"toolCallId":"t","kind":"read"}`
 	p, err := readPermissionParams(json.RawMessage(`{"sessionId":"s","toolCall":` + tc + `,"options":` + testOptions + `,"_meta":{}}`))
-	if err != nil || p.SessionID != "s" || string(p.ToolCall) != tc || len(p.Options) != 2 || p.Options[0] != (option{"a", "Allow", "allow_once"}) {
+	if err != nil || p.SessionID != "s" || string(p.ToolCall) != tc || len(p.Options) != 2 || (p.Options[0].OptionID != "a" || p.Options[0].Name != "Allow" || p.Options[0].Kind != "allow_once") {
 		t.Fatalf("readPermissionParams = %+v, %v", p, err)
 	}
 	for _, bad := range []string{

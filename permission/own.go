@@ -35,7 +35,7 @@ var ownPromptID atomic.Uint64
 // returns once answered, or once ctx ends, whether the answer allows it, and
 // closeView, which ends the editor's view of the tool call with a status and
 // a line of text.
-func (e *Engine) askOwn(ctx context.Context, ed *session.Editor, o ownPrompt, req *rules.Request, rec Record, start time.Time, source, reason string, remember func(kind, by string) string) (allowed bool, closeView func(status, text string)) {
+func (e *Engine) askOwn(ctx context.Context, ed *session.Editor, o ownPrompt, req *rules.Request, rec Record, start time.Time, source, reason string, remember rememberFunc) (allowed bool, closeView func(status, text string)) {
 	toolCallID := fmt.Sprintf("acp-broker-%s-%d", o.what, ownPromptID.Add(1))
 	rec.ToolCallID = toolCallID
 	toolCall := map[string]any{
@@ -70,7 +70,7 @@ func (e *Engine) askOwn(ctx context.Context, ed *session.Editor, o ownPrompt, re
 	}
 	options := []option{
 		{OptionID: "allow_once", Name: "Allow", Kind: "allow_once"},
-		{OptionID: "allow_always", Name: "Always allow: " + alwaysCovers(req, "allow_always"), Kind: "allow_always"},
+		{OptionID: "allow_always", Name: "Always allow: " + alwaysCovers(req, option{OptionID: "allow_always", Kind: "allow_always"}), Kind: "allow_always"},
 		{OptionID: "reject_once", Name: "Reject", Kind: "reject_once"},
 	}
 	params := map[string]any{"sessionId": o.session, "toolCall": toolCall, "options": options}

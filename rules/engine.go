@@ -216,6 +216,9 @@ func (p *Policy) Decide(req *Request) Verdict {
 	var v Verdict
 	for _, a := range req.actions() {
 		pv := p.decideAction(req, a)
+		if a.kind == actPath {
+			pv = p.coveredByCommand(req, pv, v.Parts)
+		}
 		v.Parts = append(v.Parts, pv)
 		if pv.Decision.rank() > v.Decision.rank() {
 			v.Decision, v.Source, v.Rule, v.Reason = pv.Decision, pv.Source, pv.Rule, pv.Reason

@@ -93,6 +93,10 @@ type PathAccess struct {
 	// outside the session's directories: a command there may write
 	// whatever it likes below it, so it counts as a write.
 	WorkDir bool
+	// onlyLocations is set when only the tool call's locations name the
+	// path: then it may be one of the command's own arguments (see
+	// coveredByCommand).
+	onlyLocations bool
 }
 
 // GivenCommand is a command as a request gave it: one shell string (Line)
@@ -269,7 +273,7 @@ func (r *Request) addWorkDir() {
 	}
 	for i, have := range r.Paths {
 		if have.Abs == r.Dir {
-			r.Paths[i].Write, r.Paths[i].WorkDir = true, true
+			r.Paths[i].Write, r.Paths[i].WorkDir, r.Paths[i].onlyLocations = true, true, false
 			return
 		}
 	}
@@ -494,10 +498,11 @@ func (r *Request) addPath(p string, write bool, from string) {
 	for i, have := range r.Paths {
 		if have.Abs == abs {
 			r.Paths[i].Write = have.Write || write
+			r.Paths[i].onlyLocations = have.onlyLocations && from == "locations"
 			return
 		}
 	}
-	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: resolvePath(abs), Write: write, From: from})
+	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: resolvePath(abs), Write: write, From: from, onlyLocations: from == "locations"})
 }
 
 // readURL reads the URL a fetch acts on, from rawInput.url or a

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -66,7 +67,17 @@ func chooseOption(options []acp.PermissionOption, want []acp.PermissionOptionKin
 	return "", false
 }
 
-func (e *scriptedEditor) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+// readingTime is how long the scripted editor takes over a prompt, as a
+// person would at least: the broker warns about an editor that answers
+// sooner, since then nobody read the prompt.
+const readingTime = 150 * time.Millisecond
+
+func (e *scriptedEditor) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	select {
+	case <-time.After(readingTime):
+	case <-ctx.Done():
+		return acp.RequestPermissionResponse{}, ctx.Err()
+	}
 	// The request may lack the kind and the title; the tool_call that
 	// announced the same id is the reliable place for them.
 	e.mu.Lock()
