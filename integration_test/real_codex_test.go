@@ -93,8 +93,10 @@ func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *realCodex {
 	// A provider of its own: the built-in "openai" provider (openai_base_url)
 	// first tries a WebSocket to /v1/responses and falls back to HTTP only
 	// after five retries (~7 s). requires_openai_auth makes the api-key login
-	// the credential, as with OpenAI itself. No update check, no analytics:
-	// nothing tries to leave the machine.
+	// the credential, as with OpenAI itself; no retries, so a mock that
+	// fails fails the test at once. Nothing tries to leave the machine: no
+	// update check, no analytics, plugins and apps off (they look up
+	// api.github.com and chatgpt.com), the ChatGPT backend on the mock.
 	config := fmt.Sprintf(`model = "gpt-6.1-sol"
 model_provider = "mock"
 check_for_update_on_startup = false
