@@ -24,6 +24,12 @@ import (
 // model requests to run outside it, with exec_command's
 // sandbox_permissions "require_escalated": that is what the scripted model
 // does, so each command reaches the broker as a session/request_permission.
+//
+// The models of Codex's catalog (gpt-6.1-sol, the one these tests use) get
+// Codex's code mode: the only tool that runs commands is "exec", a free-form
+// tool whose input is JavaScript calling tools.exec_command. A model Codex
+// has no metadata for gets exec_command itself as a function.
+// TestRealCodexClassicTools covers that path.
 
 // codexRules is the rule file every Codex scenario runs with.
 const codexRules = `
@@ -39,19 +45,41 @@ reason = "the test forbids this marker"
 command = "touch codex-denied.txt"
 `
 
-// codexEscalated is the exec_command call that runs cmd outside Codex's
-// sandbox, which Codex asks the client about.
-func codexEscalated(id, cmd string) responsesapi.Call {
-	return responsesapi.Call{ID: id, Name: "exec_command", Arguments: map[string]any{
+// codexEscalation is what the model asks exec_command for: cmd, run outside
+// Codex's sandbox, which Codex asks the client about.
+func codexEscalation(cmd string) map[string]any {
+	return map[string]any{
 		"cmd":                 cmd,
 		"sandbox_permissions": "require_escalated",
 		"justification":       "The test needs this marker file.",
-	}}
+	}
 }
 
-// codexTurn is a prompt whose turn makes one escalated call running cmd.
-func codexTurn(id, cmd string) responsesapi.Turn {
-	return responsesapi.Turn{Calls: []responsesapi.Call{codexEscalated(id, cmd)}, Answer: "Done: " + cmd}
+// codeModeExec is the code-mode call that runs cmd escalated: JavaScript
+// calling exec_command, as the catalog's models call it.
+func codeModeExec(id, cmd string) responsesapi.Call {
+	args, err := json.Marshal(codexEscalation(cmd))
+	if err != nil {
+		panic(err)
+	}
+	return responsesapi.Call{ID: id, Name: "exec", Input: fmt.Sprintf("const r = await tools.exec_command(%s);\ntext(JSON.stringify(r));\n", args)}
+}
+
+// classicExecCommand is the direct exec_command function call that runs cmd
+// escalated, as a model without code mode calls it.
+func classicExecCommand(id, cmd string) responsesapi.Call {
+	return responsesapi.Call{ID: id, Name: "exec_command", Arguments: codexEscalation(cmd)}
+}
+
+// codexTurn is a prompt whose turn makes one call and then answers.
+func codexTurn(call responsesapi.Call) responsesapi.Turn {
+	return responsesapi.Turn{Calls: []responsesapi.Call{call}, Answer: "Done."}
+}
+
+// codexRan reports whether the output the model was given says the command
+// exited 0, in code mode's words or exec_command's.
+func codexRan(out string) bool {
+	return strings.Contains(out, `\"exit_code\":0`) || strings.Contains(out, `"exit_code":0`) || strings.Contains(out, "Process exited with code 0")
 }
 
 // realCodex is one conversation with codex-acp behind the broker; the test
@@ -72,6 +100,12 @@ type realCodex struct {
 // turns, and opens one session: initialize, authenticate with the api-key
 // method, session/new.
 func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *realCodex {
+	t.Helper()
+	return startCodexModel(t, "gpt-6.1-sol", turns)
+}
+
+// startCodexModel is startCodex with Codex configured to use model.
+func startCodexModel(t *testing.T, modelName string, turns map[string]responsesapi.Turn) *realCodex {
 	t.Helper()
 	node := adapterNode(t)
 	script := filepath.Join(requireAdapters(t), "@agentclientprotocol", "codex-acp", "dist", "index.js")
@@ -97,7 +131,7 @@ func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *realCodex {
 	// fails fails the test at once. Nothing tries to leave the machine: no
 	// update check, no analytics, plugins and apps off (they look up
 	// api.github.com and chatgpt.com), the ChatGPT backend on the mock.
-	config := fmt.Sprintf(`model = "gpt-6.1-sol"
+	config := fmt.Sprintf(`model = %[3]q
 model_provider = "mock"
 check_for_update_on_startup = false
 chatgpt_base_url = %[2]q
@@ -117,7 +151,7 @@ requires_openai_auth = true
 supports_websockets = false
 request_max_retries = 0
 stream_max_retries = 0
-`, model.URL, model.URL+"/chatgpt/")
+`, model.URL, model.URL+"/chatgpt/", modelName)
 	writeFileAtomic(t, filepath.Join(codexHome, "config.toml"), config)
 	rules := filepath.Join(tmp, "rules.toml")
 	writeFileAtomic(t, rules, codexRules)
@@ -488,8 +522,11 @@ var codex26CommandOptions = []string{
 }
 
 // requireCodexCommandRequest checks that req is Codex 2.x's shape of a
-// command approval for cmd in the project, with codex26CommandOptions.
-func (c *realCodex) requireCodexCommandRequest(req codexMessage, callID, cmd string) {
+// command approval for cmd in the project, with codex26CommandOptions, and
+// returns its tool call id. The id is the model's call_id for an
+// exec_command function call, and one Codex makes up ("exec-<uuid>") for
+// an exec_command that code mode's JavaScript calls.
+func (c *realCodex) requireCodexCommandRequest(req codexMessage, cmd string) string {
 	c.t.Helper()
 	var p struct {
 		SessionID string `json:"sessionId"`
@@ -515,11 +552,12 @@ func (c *realCodex) requireCodexCommandRequest(req codexMessage, callID, cmd str
 	}
 	tc := p.ToolCall
 	want := map[string]any{"command": cmd, "cwd": c.dir}
-	if p.SessionID != c.session || tc.ToolCallID != callID || tc.Kind != "execute" || tc.Status != "pending" ||
+	if p.SessionID != c.session || tc.ToolCallID == "" || tc.Kind != "execute" || tc.Status != "pending" ||
 		tc.Title != cmd || !codexJSONEqual(c.t, tc.RawInput, want) || !slices.Equal(opts, codex26CommandOptions) || p.Meta != nil {
-		c.t.Errorf("codex-acp 2.6.0's command request changed shape:\n  %s\nwant toolCall {toolCallId %q, kind execute, status pending, title %q, rawInput %v}, options %q, no _meta",
-			req["params"], callID, cmd, want, codex26CommandOptions)
+		c.t.Errorf("codex-acp 2.6.0's command request changed shape:\n  %s\nwant toolCall {toolCallId, kind execute, status pending, title %q, rawInput %v}, options %q, no _meta",
+			req["params"], cmd, want, codex26CommandOptions)
 	}
+	return tc.ToolCallID
 }
 
 func codexJSONEqual(t testing.TB, a, b any) bool {
@@ -538,13 +576,30 @@ func (c *realCodex) finish() time.Duration {
 	return time.Since(start)
 }
 
+// askedOrEnded waits for the next permission request the editor is asked
+// in the turn of prompt p, and fails the test if the turn ends first.
+func (c *realCodex) askedOrEnded(p int, call, marker string) codexMessage {
+	c.t.Helper()
+	want := fmt.Sprint(p)
+	first := c.next("a session/request_permission or the end of the turn", func(m codexMessage) bool {
+		_, isRequest := m["method"]
+		return m.str("method") == "session/request_permission" || (!isRequest && string(m["id"]) == want)
+	})
+	if first.str("method") != "session/request_permission" {
+		out, _ := c.model.Output(call)
+		c.t.Fatalf("the turn ended without asking the editor (%s exists: %v; the model was told %q): %s\n%s",
+			marker, c.exists(marker), out, first["result"], c.s.debug())
+	}
+	return first
+}
+
 // TestRealCodexAllowedCommandRunsUnasked: a command a rule allows is
 // answered allow_once by the broker, runs, and the editor never sees a
 // request.
 func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
-		"make the allowed marker": codexTurn("call_allowed", "touch codex-allowed.txt"),
+		"make the allowed marker": codexTurn(codeModeExec("call_allowed", "touch codex-allowed.txt")),
 	})
 	if got := c.stopReason(c.prompt("make the allowed marker")); got != "end_turn" {
 		t.Errorf("stopReason %q, want end_turn", got)
@@ -559,11 +614,11 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("the agent sent %d permission requests, want 1", len(reqs))
 	}
-	c.requireCodexCommandRequest(reqs[0], "call_allowed", "touch codex-allowed.txt")
+	c.requireCodexCommandRequest(reqs[0], "touch codex-allowed.txt")
 	if got, want := c.answersToAgent(reqs[0]["id"]), []string{"broker->agent selected allow_once"}; !slices.Equal(got, want) {
 		t.Errorf("answers to the agent %q, want %q", got, want)
 	}
-	if out, ok := c.model.Output("call_allowed"); !ok || !strings.Contains(out, "exited with code 0") {
+	if out, ok := c.model.Output("call_allowed"); !ok || !codexRan(out) {
 		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
 	}
 	// Codex started in its default mode, agent; the broker switched it
@@ -581,6 +636,15 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 	t.Logf("codex-acp behind the broker exited %v after the editor closed stdin; the test took %v", took.Round(time.Millisecond), time.Since(c.started).Round(time.Millisecond))
 }
 
+// codexDeniedTurns are commands codexRules deny: alone, and as one part of
+// a compound command whose other part a rule allows.
+var codexDeniedTurns = []struct{ prompt, cmd string }{
+	{"make the denied marker", "touch codex-denied.txt"},
+	{"make both markers", "touch codex-allowed.txt && touch codex-denied.txt"},
+	{"make the denied one last", "touch codex-allowed.txt; touch codex-denied.txt"},
+	{"make it in a subshell", "(touch codex-denied.txt)"},
+}
+
 // TestRealCodexDeniedCommandDoesNotRun: a command a deny rule matches, alone
 // or as one part of a compound command whose other part a rule allows, is
 // answered by the broker with Codex's only reject option (cancel, which
@@ -588,23 +652,23 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 // the model is told on its next request that the call was refused.
 func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
 	t.Parallel()
-	turns := []struct{ prompt, call, cmd string }{
-		{"make the denied marker", "call_denied", "touch codex-denied.txt"},
-		{"make both markers", "call_compound", "touch codex-allowed.txt && touch codex-denied.txt"},
-		{"make the denied one last", "call_sequence", "touch codex-allowed.txt; touch codex-denied.txt"},
-		{"make it in a subshell", "call_subshell", "(touch codex-denied.txt)"},
-	}
 	script := map[string]responsesapi.Turn{"what happened?": {Answer: "They were refused."}}
-	for _, tt := range turns {
-		script[tt.prompt] = codexTurn(tt.call, tt.cmd)
+	for i, tt := range codexDeniedTurns {
+		script[tt.prompt] = codexTurn(codeModeExec(fmt.Sprintf("call_%d", i), tt.cmd))
 	}
 	c := startCodex(t, script)
+	c.requireDenied(codexDeniedTurns)
+}
+
+// requireDenied plays turns, each a command codexRules deny, and checks
+// that none ran, the editor was asked nothing, the broker answered each
+// request with cancel, and the model heard of each refusal.
+func (c *realCodex) requireDenied(turns []struct{ prompt, cmd string }) {
+	t := c.t
+	t.Helper()
 	for _, tt := range turns {
 		if got := c.stopReason(c.prompt(tt.prompt)); got != "cancelled" {
 			t.Errorf("%s: stopReason %q, want cancelled (Codex ends the turn on its cancel option)", tt.cmd, got)
-		}
-		if got := c.toolCallStatus(tt.call); got != "failed" {
-			t.Errorf("%s: the tool call's last status is %q, want failed", tt.cmd, got)
 		}
 	}
 	if got := c.stopReason(c.prompt("what happened?")); got != "end_turn" {
@@ -623,15 +687,32 @@ func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
 		t.Fatalf("the agent sent %d permission requests, want %d", len(reqs), len(turns))
 	}
 	for i, r := range reqs {
-		c.requireCodexCommandRequest(r, turns[i].call, turns[i].cmd)
+		id := c.requireCodexCommandRequest(r, turns[i].cmd)
 		if got, want := c.answersToAgent(r["id"]), []string{"broker->agent selected cancel"}; !slices.Equal(got, want) {
 			t.Errorf("%s: answers to the agent %q, want %q", turns[i].cmd, got, want)
 		}
-	}
-	for _, tt := range turns {
-		if out, ok := c.model.Output(tt.call); !ok || !strings.Contains(out, "aborted by user") {
-			t.Errorf("%s: the model was told %q (reported: %v), want Codex's refusal \"aborted by user\"", tt.cmd, out, ok)
+		if got := c.toolCallStatus(id); got != "failed" {
+			t.Errorf("%s: the tool call's last status is %q, want failed", turns[i].cmd, got)
 		}
+	}
+	// The request of the turn after the refusals; Codex also asks the
+	// model for a session title, in requests of their own.
+	var after *responsesapi.Request
+	for _, r := range c.model.Requests() {
+		if r.Prompt == "what happened?" {
+			after = &r
+		}
+	}
+	if after == nil {
+		t.Fatal("the model got no request for the turn after the refusals")
+	}
+	for id, out := range after.Outputs {
+		if !strings.Contains(out, "aborted by user") {
+			t.Errorf("the model was told %q for call %s, want Codex's refusal \"aborted by user\"", out, id)
+		}
+	}
+	if n := len(after.Outputs); n != len(turns) {
+		t.Errorf("the model's request after the refusals reports %d calls, want %d", n, len(turns))
 	}
 }
 
@@ -641,13 +722,22 @@ func TestRealCodexDeniedCommandDoesNotRun(t *testing.T) {
 func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
-		"make the asked marker":    codexTurn("call_asked", "touch codex-asked.txt"),
-		"make the rejected marker": codexTurn("call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt"),
+		"make the asked marker":    codexTurn(codeModeExec("call_asked", "touch codex-asked.txt")),
+		"make the rejected marker": codexTurn(codeModeExec("call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt")),
 	})
+	c.requireAsked("make the asked marker", "call_asked", "make the rejected marker", "call_rejected")
+}
 
-	p := c.prompt("make the asked marker")
-	req := c.permissionRequest()
-	c.requireCodexCommandRequest(req, "call_asked", "touch codex-asked.txt")
+// requireAsked plays two turns: allowed, whose command (touch
+// codex-asked.txt) the editor allows, and rejected, whose command (touch
+// codex-allowed.txt && touch codex-rejected.txt) it rejects.
+func (c *realCodex) requireAsked(allowed, allowedCall, rejected, rejectedCall string) {
+	t := c.t
+	t.Helper()
+	before := len(c.agentRequests())
+	p := c.prompt(allowed)
+	req := c.askedOrEnded(p, allowedCall, "codex-asked.txt")
+	c.requireCodexCommandRequest(req, "touch codex-asked.txt")
 	if c.exists("codex-asked.txt") {
 		t.Fatal("the asked command ran before the editor answered")
 	}
@@ -658,13 +748,13 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 	if !c.exists("codex-asked.txt") {
 		t.Errorf("the command the editor allowed did not run\n%s", c.s.debug())
 	}
-	if out, ok := c.model.Output("call_asked"); !ok || !strings.Contains(out, "exited with code 0") {
+	if out, ok := c.model.Output(allowedCall); !ok || !codexRan(out) {
 		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
 	}
 
-	p = c.prompt("make the rejected marker")
-	req = c.permissionRequest()
-	c.requireCodexCommandRequest(req, "call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt")
+	p = c.prompt(rejected)
+	req = c.askedOrEnded(p, rejectedCall, "codex-rejected.txt")
+	c.requireCodexCommandRequest(req, "touch codex-allowed.txt && touch codex-rejected.txt")
 	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
 	if got := c.stopReason(p); got != "cancelled" {
 		t.Errorf("stopReason %q after the editor rejected, want cancelled", got)
@@ -675,7 +765,7 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 		}
 	}
 
-	reqs := c.agentRequests()
+	reqs := c.agentRequests()[before:]
 	if len(reqs) != 2 {
 		t.Fatalf("the agent sent %d permission requests, want 2", len(reqs))
 	}
@@ -684,9 +774,6 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 			t.Errorf("answers to the agent's request %s: %q, want %q", reqs[i]["id"], got, want)
 		}
 	}
-	if asked := c.editorAsked(); len(asked) != 2 {
-		t.Errorf("the editor was asked %d times, want 2:\n%s", len(asked), strings.Join(asked, "\n"))
-	}
 	// Each request reached the editor byte for byte as the agent sent it.
 	traced := map[string]bool{}
 	for _, l := range c.traceLines() {
@@ -694,7 +781,11 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 			traced[string(l.Message)] = true
 		}
 	}
-	for _, a := range c.editorAsked() {
+	asked := c.editorAsked()
+	if len(asked) != 2 {
+		t.Errorf("the editor was asked %d times, want 2:\n%s", len(asked), strings.Join(asked, "\n"))
+	}
+	for _, a := range asked {
 		if !traced[a] {
 			t.Errorf("the editor got a request the agent did not send:\n  %s", a)
 		}
@@ -709,18 +800,19 @@ func TestRealCodexAskedCommandIsAnswered(t *testing.T) {
 func TestRealCodexCancelMidRequest(t *testing.T) {
 	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
-		"make the cancelled marker": codexTurn("call_cancelled", "touch codex-cancelled.txt"),
+		"make the cancelled marker": codexTurn(codeModeExec("call_cancelled", "touch codex-cancelled.txt")),
+		"are you there?":            {Answer: "Yes."},
 	})
 	p := c.prompt("make the cancelled marker")
-	req := c.permissionRequest()
-	c.requireCodexCommandRequest(req, "call_cancelled", "touch codex-cancelled.txt")
+	req := c.askedOrEnded(p, "call_cancelled", "codex-cancelled.txt")
+	c.requireCodexCommandRequest(req, "touch codex-cancelled.txt")
 	c.notify("session/cancel", map[string]any{"sessionId": c.session})
 	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"allow_once"}}`)
 	if got := c.stopReason(p); got != "cancelled" {
 		t.Errorf("stopReason %q after session/cancel, want cancelled", got)
 	}
 	// A turn that needs no permission, so that everything of the cancelled
-	// one has reached the agent and the sandbox has had its chance to run.
+	// one has reached the agent and the command has had its chance to run.
 	if got := c.stopReason(c.prompt("are you there?")); got != "end_turn" {
 		t.Errorf("the turn after the cancel: stopReason %q, want end_turn", got)
 	}
@@ -736,6 +828,31 @@ func TestRealCodexCancelMidRequest(t *testing.T) {
 	}
 }
 
+// TestRealCodexClassicTools: with a model Codex has no metadata for, Codex
+// offers exec_command as a plain function (no code mode), and the model's
+// call's own id is the request's tool call id. Denied and asked commands
+// are decided the same way.
+func TestRealCodexClassicTools(t *testing.T) {
+	t.Parallel()
+	script := map[string]responsesapi.Turn{
+		"what happened?":           {Answer: "They were refused."},
+		"make the asked marker":    codexTurn(classicExecCommand("call_asked", "touch codex-asked.txt")),
+		"make the rejected marker": codexTurn(classicExecCommand("call_rejected", "touch codex-allowed.txt && touch codex-rejected.txt")),
+	}
+	denied := codexDeniedTurns[:2]
+	for i, tt := range denied {
+		script[tt.prompt] = codexTurn(classicExecCommand(fmt.Sprintf("call_%d", i), tt.cmd))
+	}
+	c := startCodexModel(t, "acp-broker-test-model", script)
+	c.requireDenied(denied)
+	for i, r := range c.agentRequests() {
+		if id := c.requireCodexCommandRequest(r, denied[i].cmd); id != fmt.Sprintf("call_%d", i) {
+			t.Errorf("tool call id %q, want the model's call_id call_%d", id, i)
+		}
+	}
+	c.requireAsked("make the asked marker", "call_asked", "make the rejected marker", "call_rejected")
+}
+
 // TestRealCodexSandboxedCommandsAreNotAsked pins the limit of what the
 // broker sees of Codex: a command the model runs inside Codex's sandbox
 // (sandbox_permissions left at use_default) is never asked, so it runs
@@ -744,16 +861,17 @@ func TestRealCodexCancelMidRequest(t *testing.T) {
 func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
 	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
-		"make the marker in the sandbox": {Calls: []responsesapi.Call{{
-			ID: "call_sandboxed", Name: "exec_command",
-			Arguments: map[string]any{"cmd": "touch codex-denied.txt"},
-		}}, Answer: "Done."},
+		"make the marker in the sandbox": codexTurn(responsesapi.Call{
+			ID: "call_sandboxed", Name: "exec",
+			Input: `const r = await tools.exec_command({cmd: "touch codex-denied.txt"});` + "\ntext(JSON.stringify(r));\n",
+		}),
 	})
 	if got := c.stopReason(c.prompt("make the marker in the sandbox")); got != "end_turn" {
 		t.Errorf("stopReason %q, want end_turn", got)
 	}
 	if !c.exists("codex-denied.txt") {
-		t.Errorf("the sandboxed command did not run: has Codex started asking for commands inside its sandbox? Then the README's Codex lines need updating\n%s", c.s.debug())
+		out, _ := c.model.Output("call_sandboxed")
+		t.Errorf("the sandboxed command did not run (the model was told %q): has Codex started asking for commands inside its sandbox? Then the README's Codex lines need updating\n%s", out, c.s.debug())
 	}
 	if reqs := c.agentRequests(); len(reqs) != 0 {
 		t.Errorf("the agent asked about a sandboxed command (%d requests)", len(reqs))
@@ -769,7 +887,7 @@ func TestRealCodexSandboxedCommandsAreNotAsked(t *testing.T) {
 func TestRealCodexBlindModesAreRefused(t *testing.T) {
 	t.Parallel()
 	c := startCodex(t, map[string]responsesapi.Turn{
-		"make the asked marker": codexTurn("call_asked", "touch codex-asked.txt"),
+		"make the asked marker": codexTurn(codeModeExec("call_asked", "touch codex-asked.txt")),
 	})
 	for _, mode := range []string{"agent", "agent-full-access"} {
 		e := c.responseError(c.send("session/set_mode", map[string]any{"sessionId": c.session, "modeId": mode}))
@@ -786,17 +904,9 @@ func TestRealCodexBlindModesAreRefused(t *testing.T) {
 		}
 	}
 	p := c.prompt("make the asked marker")
-	want := fmt.Sprint(p)
-	first := c.next("a session/request_permission or the end of the turn", func(m codexMessage) bool {
-		_, isRequest := m["method"]
-		return m.str("method") == "session/request_permission" || (!isRequest && string(m["id"]) == want)
-	})
-	if first.str("method") != "session/request_permission" {
-		out, _ := c.model.Output("call_asked")
-		t.Fatalf("the turn ended without asking (the marker exists: %v; the model was told %q): %s", c.exists("codex-asked.txt"), out, first["result"])
-	}
-	c.requireCodexCommandRequest(first, "call_asked", "touch codex-asked.txt")
-	c.answer(first, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
+	req := c.askedOrEnded(p, "call_asked", "codex-asked.txt")
+	c.requireCodexCommandRequest(req, "touch codex-asked.txt")
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"cancel"}}`)
 	if got := c.stopReason(p); got != "cancelled" {
 		t.Errorf("stopReason %q after the editor rejected, want cancelled", got)
 	}

@@ -12,16 +12,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Call is one function call the model makes.
+// Call is one tool call the model makes: a function call with Arguments,
+// or, when Input is set, a call of a custom (free-form) tool with that text.
 type Call struct {
-	ID        string // call_id; the agent's function_call_output names it
-	Name      string // the tool, as the agent declared it in "tools"
+	ID        string // call_id; the agent's output for the call names it
+	Name      string // the tool, as the agent declared it
 	Arguments any    // marshalled to the JSON string the API carries
+	Input     string
 }
 
 // Turn is what the model does for one prompt: Calls in order, each in a
@@ -35,7 +38,7 @@ type Turn struct {
 type Request struct {
 	Prompt  string            // the text of the input's last user message
 	Outputs map[string]string // call_id -> the function_call_output's text
-	Tools   []string          // the names of the declared tools
+	Tools   []string          // the tools the model may call (see declared)
 	Body    map[string]any
 }
 
@@ -172,10 +175,20 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !scripted:
 		item = message(n, fmt.Sprintf("the mock model has no script for the prompt %q", req.Prompt))
+	case next >= 0 && !slices.Contains(req.Tools, turn.Calls[next].Name):
+		// A model calls only the tools it was offered.
+		item = message(n, fmt.Sprintf("the mock model was scripted to call %q, which the request does not declare (it declares %q)", turn.Calls[next].Name, req.Tools))
 	case next < 0:
 		item = message(n, turn.Answer)
 	default:
 		c := turn.Calls[next]
+		if c.Input != "" {
+			item = map[string]any{
+				"type": "custom_tool_call", "id": "ctc_" + c.ID, "call_id": c.ID,
+				"name": c.Name, "input": c.Input, "status": "completed",
+			}
+			break
+		}
 		args, err := json.Marshal(c.Arguments)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -204,9 +217,12 @@ func stream(w http.ResponseWriter, respID string, item map[string]any) {
 		added[k] = v
 	}
 	added["status"] = "in_progress"
-	if item["type"] == "function_call" {
+	switch item["type"] {
+	case "function_call":
 		added["arguments"] = ""
-	} else {
+	case "custom_tool_call":
+		added["input"] = ""
+	default:
 		added["content"] = []any{}
 	}
 	events := []map[string]any{
@@ -249,21 +265,37 @@ func readRequest(body map[string]any) Request {
 			continue
 		}
 		switch {
-		case m["type"] == "function_call_output":
+		case m["type"] == "function_call_output" || m["type"] == "custom_tool_call_output":
 			id, _ := m["call_id"].(string)
 			req.Outputs[id] = text(m["output"])
 		case m["type"] == "message" && m["role"] == "user":
 			req.Prompt = text(m["content"])
+		case m["type"] == "additional_tools":
+			req.Tools = append(req.Tools, declared(m["tools"])...)
 		}
 	}
-	tools, _ := body["tools"].([]any)
-	for _, t := range tools {
-		if m, ok := t.(map[string]any); ok {
-			name, _ := m["name"].(string)
-			req.Tools = append(req.Tools, name)
-		}
-	}
+	req.Tools = append(req.Tools, declared(body["tools"])...)
 	return req
+}
+
+// declared lists the names of the tools in a "tools" list, and of the
+// tools in its namespaces (Codex's code mode declares its tools in an
+// input item of type additional_tools, in namespaces such as "functions").
+func declared(tools any) []string {
+	var names []string
+	list, _ := tools.([]any)
+	for _, t := range list {
+		m, ok := t.(map[string]any)
+		if !ok {
+			continue
+		}
+		if m["type"] == "namespace" {
+			names = append(names, declared(m["tools"])...)
+		} else if name, ok := m["name"].(string); ok {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // text flattens a string or a list of content items to their text.
