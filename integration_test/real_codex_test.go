@@ -101,12 +101,22 @@ type realCodex struct {
 // method, session/new.
 func startCodex(t *testing.T, turns map[string]responsesapi.Turn) *realCodex {
 	t.Helper()
-	return startCodexModel(t, "gpt-6.1-sol", turns)
+	return startCodexWith(t, codexSetup{}, turns)
 }
 
-// startCodexModel is startCodex with Codex configured to use model.
-func startCodexModel(t *testing.T, modelName string, turns map[string]responsesapi.Turn) *realCodex {
+// codexSetup is what a scenario changes of startCodex's set-up.
+type codexSetup struct {
+	model     string // Codex's model; gpt-6.1-sol, from Codex's catalog, if ""
+	subagents bool   // the editor advertises clientCapabilities.subagents
+}
+
+// startCodexWith is startCodex with setup.
+func startCodexWith(t *testing.T, setup codexSetup, turns map[string]responsesapi.Turn) *realCodex {
 	t.Helper()
+	modelName := setup.model
+	if modelName == "" {
+		modelName = "gpt-6.1-sol"
+	}
 	node := adapterNode(t)
 	script := filepath.Join(requireAdapters(t), "@agentclientprotocol", "codex-acp", "dist", "index.js")
 	tmp := t.TempDir()
@@ -193,9 +203,13 @@ stream_max_retries = 0
 		}
 	})
 
+	caps := map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}
+	if setup.subagents {
+		caps["subagents"] = map[string]any{}
+	}
 	c.call("initialize", map[string]any{
 		"protocolVersion":    1,
-		"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false},
+		"clientCapabilities": caps,
 		"clientInfo":         map[string]any{"name": "acp-broker-integration-test", "version": "1"},
 	})
 	c.call("authenticate", map[string]any{"methodId": "api-key"})
@@ -528,6 +542,22 @@ var codex26CommandOptions = []string{
 // an exec_command that code mode's JavaScript calls.
 func (c *realCodex) requireCodexCommandRequest(req codexMessage, cmd string) string {
 	c.t.Helper()
+	return c.requireCodexCommandRequestOf(req, c.session, cmd)
+}
+
+// requireCodexCommandRequestIn is requireCodexCommandRequest for a request
+// of a child session of the editor's.
+func (c *realCodex) requireCodexCommandRequestIn(req codexMessage, cmd string) string {
+	c.t.Helper()
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(req["params"], &p)
+	return c.requireCodexCommandRequestOf(req, p.SessionID, cmd)
+}
+
+func (c *realCodex) requireCodexCommandRequestOf(req codexMessage, session, cmd string) string {
+	c.t.Helper()
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ToolCall  struct {
@@ -552,7 +582,7 @@ func (c *realCodex) requireCodexCommandRequest(req codexMessage, cmd string) str
 	}
 	tc := p.ToolCall
 	want := map[string]any{"command": cmd, "cwd": c.dir}
-	if p.SessionID != c.session || tc.ToolCallID == "" || tc.Kind != "execute" || tc.Status != "pending" ||
+	if p.SessionID != session || tc.ToolCallID == "" || tc.Kind != "execute" || tc.Status != "pending" ||
 		tc.Title != cmd || !codexJSONEqual(c.t, tc.RawInput, want) || !slices.Equal(opts, codex26CommandOptions) || p.Meta != nil {
 		c.t.Errorf("codex-acp 2.6.0's command request changed shape:\n  %s\nwant toolCall {toolCallId, kind execute, status pending, title %q, rawInput %v}, options %q, no _meta",
 			req["params"], cmd, want, codex26CommandOptions)
@@ -843,7 +873,7 @@ func TestRealCodexClassicTools(t *testing.T) {
 	for i, tt := range denied {
 		script[tt.prompt] = codexTurn(classicExecCommand(fmt.Sprintf("call_%d", i), tt.cmd))
 	}
-	c := startCodexModel(t, "acp-broker-test-model", script)
+	c := startCodexWith(t, codexSetup{model: "acp-broker-test-model"}, script)
 	c.requireDenied(denied)
 	for i, r := range c.agentRequests() {
 		if id := c.requireCodexCommandRequest(r, denied[i].cmd); id != fmt.Sprintf("call_%d", i) {
@@ -912,5 +942,125 @@ func TestRealCodexBlindModesAreRefused(t *testing.T) {
 	}
 	if c.exists("codex-asked.txt") {
 		t.Error("the command the editor rejected ran")
+	}
+}
+
+// codexSpawnTurn is a parent's turn that starts a Codex subagent with task
+// (collaboration.spawn_agent: a child session, announced to an editor that
+// advertises subagents with a subagent_update), waits for it and answers.
+func codexSpawnTurn(task string) responsesapi.Turn {
+	return responsesapi.Turn{Calls: []responsesapi.Call{
+		{ID: "call_spawn", Name: "spawn_agent", Namespace: "collaboration", Arguments: map[string]any{
+			"task_name": "markers", "message": task, "fork_turns": "none"}},
+		{ID: "call_wait", Name: "wait_agent", Namespace: "collaboration", Arguments: map[string]any{"timeout_ms": 60000}},
+	}, Answer: "The subagent is done."}
+}
+
+// codexChildEvent matches what the editor learns of a subagent's end (a
+// subagent_update whose state has a stopReason) and the permission
+// requests it is asked.
+func codexChildEvent(m codexMessage) bool {
+	if m.str("method") == "session/request_permission" {
+		return true
+	}
+	var p struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			State         struct {
+				StopReason string `json:"stopReason"`
+			} `json:"state"`
+		} `json:"update"`
+	}
+	return m.str("method") == "session/update" && json.Unmarshal(m["params"], &p) == nil &&
+		p.Update.SessionUpdate == "subagent_update" && p.Update.State.StopReason != ""
+}
+
+// requireChildRequests checks that the agent's permission requests came
+// from a child session of the editor's session, and returns them.
+func (c *realCodex) requireChildRequests(n int) []codexMessage {
+	c.t.Helper()
+	reqs := c.agentRequests()
+	if len(reqs) != n {
+		c.t.Fatalf("the agent sent %d permission requests, want %d", len(reqs), n)
+	}
+	for _, r := range reqs {
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(r["params"], &p)
+		if !strings.HasPrefix(p.SessionID, c.session+":subagent:") {
+			c.t.Errorf("the request's sessionId %q is not a child of %q", p.SessionID, c.session)
+		}
+	}
+	return reqs
+}
+
+// TestRealCodexSubagentDecidedByParentRules: a Codex subagent's requests
+// carry its own session id (parent id + ":subagent:" + thread), which the
+// editor never opened; the broker decides them by the parent's rules, as
+// for the parent: the allowed command runs unasked, the denied one is
+// refused, and the editor is asked nothing.
+func TestRealCodexSubagentDecidedByParentRules(t *testing.T) {
+	t.Parallel()
+	c := startCodexWith(t, codexSetup{subagents: true}, map[string]responsesapi.Turn{
+		"spawn a helper": codexSpawnTurn("child: make the markers"),
+		"child: make the markers": {Calls: []responsesapi.Call{
+			codeModeExec("call_child_allowed", "touch codex-allowed.txt"),
+			codeModeExec("call_child_denied", "touch codex-denied.txt"),
+		}, Answer: "Done."},
+	})
+	p := c.prompt("spawn a helper")
+	if ev := c.next("the subagent's end or a permission request", codexChildEvent); ev.str("method") == "session/request_permission" {
+		t.Fatalf("the editor was asked about the subagent's command, which the parent's rules decide:\n  %s", ev["params"])
+	}
+	c.stopReason(p)
+	if !c.exists("codex-allowed.txt") {
+		t.Errorf("the subagent's allowed command did not run\n%s", c.s.debug())
+	}
+	if c.exists("codex-denied.txt") {
+		t.Error("the subagent's denied command ran")
+	}
+	if asked := c.editorAsked(); len(asked) != 0 {
+		t.Errorf("the editor was asked:\n%s", strings.Join(asked, "\n"))
+	}
+	reqs := c.requireChildRequests(2)
+	for i, want := range []string{"broker->agent selected allow_once", "broker->agent selected cancel"} {
+		c.requireCodexCommandRequestIn(reqs[i], []string{"touch codex-allowed.txt", "touch codex-denied.txt"}[i])
+		if got := c.answersToAgent(reqs[i]["id"]); !slices.Equal(got, []string{want}) {
+			t.Errorf("answers to the subagent's request %s: %q, want %q", reqs[i]["id"], got, want)
+		}
+	}
+}
+
+// TestRealCodexSubagentCancelledWithParent: the editor cancels the parent's
+// turn while a subagent's request waits for the editor's answer. The
+// broker answers the child's pending request cancelled itself, and the
+// editor's late allow_once never reaches the agent: nothing runs.
+func TestRealCodexSubagentCancelledWithParent(t *testing.T) {
+	t.Parallel()
+	c := startCodexWith(t, codexSetup{subagents: true}, map[string]responsesapi.Turn{
+		"spawn a helper":         codexSpawnTurn("child: make the marker"),
+		"child: make the marker": codexTurn(codeModeExec("call_child", "touch codex-cancelled.txt")),
+		"are you there?":         {Answer: "Yes."},
+	})
+	p := c.prompt("spawn a helper")
+	req := c.next("the subagent's end or a permission request", codexChildEvent)
+	if req.str("method") != "session/request_permission" {
+		t.Fatalf("the subagent ended without asking the editor: %s", req["params"])
+	}
+	c.notify("session/cancel", map[string]any{"sessionId": c.session})
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"allow_once"}}`)
+	if got := c.stopReason(p); got != "cancelled" {
+		t.Errorf("the parent's stopReason %q after session/cancel, want cancelled", got)
+	}
+	if got := c.stopReason(c.prompt("are you there?")); got != "end_turn" {
+		t.Errorf("the turn after the cancel: stopReason %q, want end_turn", got)
+	}
+	if c.exists("codex-cancelled.txt") {
+		t.Error("the subagent's command ran after the editor cancelled the parent's turn")
+	}
+	reqs := c.requireChildRequests(1)
+	if got, want := c.answersToAgent(reqs[0]["id"]), []string{"broker->agent cancelled"}; !slices.Equal(got, want) {
+		t.Errorf("answers to the subagent's request %q, want %q", got, want)
 	}
 }

@@ -25,6 +25,7 @@ type Call struct {
 	Name      string // the tool, as the agent declared it
 	Arguments any    // marshalled to the JSON string the API carries
 	Input     string
+	Namespace string // the namespace the agent declared the tool in, if any
 }
 
 // Turn is what the model does for one prompt: Calls in order, each in a
@@ -198,6 +199,9 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 			"type": "function_call", "id": "fc_" + c.ID, "call_id": c.ID,
 			"name": c.Name, "arguments": string(args), "status": "completed",
 		}
+		if c.Namespace != "" {
+			item["namespace"] = c.Namespace
+		}
 	}
 	stream(w, fmt.Sprintf("resp_%d", n), item)
 }
@@ -270,6 +274,11 @@ func readRequest(body map[string]any) Request {
 			req.Outputs[id] = text(m["output"])
 		case m["type"] == "message" && m["role"] == "user":
 			req.Prompt = text(m["content"])
+		case m["type"] == "agent_message":
+			// A task another agent (Codex's parent thread) sends a
+			// subagent: its payload is the content's encrypted_content,
+			// which only the real API would encrypt.
+			req.Prompt = payload(m["content"])
 		case m["type"] == "additional_tools":
 			req.Tools = append(req.Tools, declared(m["tools"])...)
 		}
@@ -296,6 +305,18 @@ func declared(tools any) []string {
 		}
 	}
 	return names
+}
+
+// payload is the encrypted_content of an agent_message's content.
+func payload(content any) string {
+	items, _ := content.([]any)
+	for _, it := range items {
+		if m, ok := it.(map[string]any); ok && m["type"] == "encrypted_content" {
+			p, _ := m["encrypted_content"].(string)
+			return p
+		}
+	}
+	return ""
 }
 
 // text flattens a string or a list of content items to their text.
