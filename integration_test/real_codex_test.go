@@ -947,13 +947,16 @@ func TestRealCodexBlindModesAreRefused(t *testing.T) {
 
 // codexSpawnTurn is a parent's turn that starts a Codex subagent with task
 // (collaboration.spawn_agent: a child session, announced to an editor that
-// advertises subagents with a subagent_update), waits for it and answers.
-func codexSpawnTurn(task string) responsesapi.Turn {
-	return responsesapi.Turn{Calls: []responsesapi.Call{
-		{ID: "call_spawn", Name: "spawn_agent", Namespace: "collaboration", Arguments: map[string]any{
-			"task_name": "markers", "message": task, "fork_turns": "none"}},
-		{ID: "call_wait", Name: "wait_agent", Namespace: "collaboration", Arguments: map[string]any{"timeout_ms": 60000}},
-	}, Answer: "The subagent is done."}
+// advertises subagents with a subagent_update) and answers; with wait, it
+// waits for the subagent first (collaboration.wait_agent), so the parent's
+// turn is still running while the child works.
+func codexSpawnTurn(task string, wait bool) responsesapi.Turn {
+	calls := []responsesapi.Call{{ID: "call_spawn", Name: "spawn_agent", Namespace: "collaboration", Arguments: map[string]any{
+		"task_name": "markers", "message": task, "fork_turns": "none"}}}
+	if wait {
+		calls = append(calls, responsesapi.Call{ID: "call_wait", Name: "wait_agent", Namespace: "collaboration", Arguments: map[string]any{"timeout_ms": 60000}})
+	}
+	return responsesapi.Turn{Calls: calls, Answer: "The subagent is on it."}
 }
 
 // codexChildEvent matches what the editor learns of a subagent's end (a
@@ -1003,17 +1006,18 @@ func (c *realCodex) requireChildRequests(n int) []codexMessage {
 func TestRealCodexSubagentDecidedByParentRules(t *testing.T) {
 	t.Parallel()
 	c := startCodexWith(t, codexSetup{subagents: true}, map[string]responsesapi.Turn{
-		"spawn a helper": codexSpawnTurn("child: make the markers"),
+		"spawn a helper": codexSpawnTurn("child: make the markers", false),
 		"child: make the markers": {Calls: []responsesapi.Call{
 			codeModeExec("call_child_allowed", "touch codex-allowed.txt"),
 			codeModeExec("call_child_denied", "touch codex-denied.txt"),
 		}, Answer: "Done."},
 	})
-	p := c.prompt("spawn a helper")
+	if got := c.stopReason(c.prompt("spawn a helper")); got != "end_turn" {
+		t.Errorf("the parent's stopReason %q, want end_turn", got)
+	}
 	if ev := c.next("the subagent's end or a permission request", codexChildEvent); ev.str("method") == "session/request_permission" {
 		t.Fatalf("the editor was asked about the subagent's command, which the parent's rules decide:\n  %s", ev["params"])
 	}
-	c.stopReason(p)
 	if !c.exists("codex-allowed.txt") {
 		t.Errorf("the subagent's allowed command did not run\n%s", c.s.debug())
 	}
@@ -1039,7 +1043,7 @@ func TestRealCodexSubagentDecidedByParentRules(t *testing.T) {
 func TestRealCodexSubagentCancelledWithParent(t *testing.T) {
 	t.Parallel()
 	c := startCodexWith(t, codexSetup{subagents: true}, map[string]responsesapi.Turn{
-		"spawn a helper":         codexSpawnTurn("child: make the marker"),
+		"spawn a helper":         codexSpawnTurn("child: make the marker", true),
 		"child: make the marker": codexTurn(codeModeExec("call_child", "touch codex-cancelled.txt")),
 		"are you there?":         {Answer: "Yes."},
 	})
