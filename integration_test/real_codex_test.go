@@ -651,16 +651,26 @@ func TestRealCodexAllowedCommandRunsUnasked(t *testing.T) {
 	if out, ok := c.model.Output("call_allowed"); !ok || !codexRan(out) {
 		t.Errorf("the model was told %q (reported: %v), want the command's exit code 0", out, ok)
 	}
-	// Codex started in its default mode, agent; the broker switched it
-	// and told the editor (which has no notices) once, in an agent message.
-	var told []string
+	// Codex started in its default mode, agent; the broker switched it,
+	// showed the editor the mode Codex agreed to (the options of its
+	// answer) and told the editor (which has no notices) why once, in an
+	// agent message.
+	var told, shown []string
 	for _, l := range c.traceLines() {
-		if l.Dir == "broker->editor" {
-			told = append(told, string(l.Message))
+		if l.Dir != "broker->editor" {
+			continue
 		}
+		if strings.Contains(string(l.Message), `"config_option_update"`) {
+			shown = append(shown, string(l.Message))
+			continue
+		}
+		told = append(told, string(l.Message))
 	}
 	if len(told) != 1 || !strings.Contains(told[0], `"agent_message_chunk"`) || !strings.Contains(told[0], "workspace-write") {
 		t.Errorf("the editor was told %d times what the broker did:\n%s\nwant once, an agent message that it switched Codex to workspace-write", len(told), strings.Join(told, "\n"))
+	}
+	if len(shown) != 1 || !strings.Contains(shown[0], `"currentValue":"workspace-write"`) {
+		t.Errorf("the broker showed the editor %d mode updates:\n%s\nwant one with the mode workspace-write", len(shown), strings.Join(shown, "\n"))
 	}
 	took := c.finish()
 	t.Logf("codex-acp behind the broker exited %v after the editor closed stdin; the test took %v", took.Round(time.Millisecond), time.Since(c.started).Round(time.Millisecond))
