@@ -58,6 +58,7 @@ type realClaude struct {
 	v2       bool   // the editor speaks ACP v2
 	nextID   int
 	sid      string // the session newSession opened
+	promptID string // the last prompt's request id
 }
 
 type realClaudeOptions struct {
@@ -222,12 +223,55 @@ func (c *realClaude) awaitResult(id string) json.RawMessage {
 
 // awaitRequest waits for a request from the agent with method and returns
 // it as the editor got it.
+// It fails as soon as the turn ends without one.
 func (c *realClaude) awaitRequest(method string) string {
 	c.t.Helper()
 	want, _ := json.Marshal(method)
-	return c.awaitLine(method, func(m rpcLine) bool {
-		return m["id"] != nil && string(m["method"]) == string(want)
-	})
+	deadline := time.Now().Add(c.wait)
+	for {
+		line, err := c.out.take(100*time.Millisecond, func(b []byte) bool {
+			var m rpcLine
+			return json.Unmarshal(b, &m) == nil && m["id"] != nil && string(m["method"]) == string(want)
+		})
+		if err == nil {
+			return string(line)
+		}
+		if c.turnEnded() {
+			c.t.Fatalf("the turn ended and the editor got no %s (did the agent decide by itself?)\n%s", method, c.debug())
+		}
+		if err != errTimeout || time.Now().After(deadline) {
+			c.t.Fatalf("editor: waiting for %s: %v\n%s", method, err, c.debug())
+		}
+	}
+}
+
+// turnEnded reports whether the editor has seen the end of the prompt turn:
+// the prompt's response in v1, the session's idle state in v2.
+func (c *realClaude) turnEnded() bool {
+	for _, l := range toStrings(c.out.all()) {
+		m := parseLine(l)
+		if !c.v2 && m["method"] == nil && string(m["id"]) == c.promptID {
+			return true
+		}
+		if c.v2 && isIdle(m, c.sid) {
+			return true
+		}
+	}
+	return false
+}
+
+// isIdle reports whether m is the state_update that ends a v2 turn of sid.
+func isIdle(m rpcLine, sid string) bool {
+	var p struct {
+		SessionID string `json:"sessionId"`
+		Update    struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			State         string `json:"state"`
+		} `json:"update"`
+	}
+	_ = json.Unmarshal(m["params"], &p)
+	return string(m["method"]) == `"session/update"` && p.SessionID == sid &&
+		p.Update.SessionUpdate == "state_update" && p.Update.State == "idle"
 }
 
 // initialize opens the connection in ACP v1, or v2 if c.v2, advertising caps.
@@ -261,7 +305,14 @@ func (c *realClaude) start(caps map[string]any, text string) string {
 	c.t.Helper()
 	c.initialize(caps)
 	c.newSession()
-	return c.request("session/prompt", map[string]any{"sessionId": c.sid, "prompt": []any{map[string]any{"type": "text", "text": text}}})
+	return c.prompt(text)
+}
+
+// prompt sends a prompt with text in the session and returns its id.
+func (c *realClaude) prompt(text string) string {
+	c.t.Helper()
+	c.promptID = c.request("session/prompt", map[string]any{"sessionId": c.sid, "prompt": []any{map[string]any{"type": "text", "text": text}}})
+	return c.promptID
 }
 
 // awaitTurnEnd waits for the end of the prompt turn and returns its stop
@@ -278,19 +329,7 @@ func (c *realClaude) awaitTurnEnd(promptID string) string {
 		return end.StopReason
 	}
 	c.awaitResult(promptID)
-	sid, _ := json.Marshal(c.sid)
-	line := c.awaitLine("the session's idle state", func(m rpcLine) bool {
-		var p struct {
-			SessionID json.RawMessage `json:"sessionId"`
-			Update    struct {
-				SessionUpdate string `json:"sessionUpdate"`
-				State         string `json:"state"`
-			} `json:"update"`
-		}
-		_ = json.Unmarshal(m["params"], &p)
-		return string(m["method"]) == `"session/update"` && string(p.SessionID) == string(sid) &&
-			p.Update.SessionUpdate == "state_update" && p.Update.State == "idle"
-	})
+	line := c.awaitLine("the session's idle state", func(m rpcLine) bool { return isIdle(m, c.sid) })
 	var p struct {
 		Update json.RawMessage `json:"update"`
 	}
@@ -333,7 +372,13 @@ func (c *realClaude) agentLines(file string) []string {
 // (agentIn) a line that match accepts, and returns it.
 func (c *realClaude) agentLine(file, what string, match func(rpcLine) bool) string {
 	c.t.Helper()
-	deadline := time.Now().Add(c.wait)
+	return c.agentLineWithin(c.wait, file, what, match)
+}
+
+// agentLineWithin is agentLine waiting at most d.
+func (c *realClaude) agentLineWithin(d time.Duration, file, what string, match func(rpcLine) bool) string {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
 	for {
 		for _, l := range c.agentLines(file) {
 			if m := parseLine(l); m != nil && match(m) {
@@ -342,6 +387,16 @@ func (c *realClaude) agentLine(file, what string, match func(rpcLine) bool) stri
 		}
 		if time.Now().After(deadline) {
 			c.t.Fatalf("the agent never %s", what)
+		}
+		if c.promptID != "" && c.turnEnded() {
+			// The tee may be behind: one last look.
+			time.Sleep(200 * time.Millisecond)
+			for _, l := range c.agentLines(file) {
+				if m := parseLine(l); m != nil && match(m) {
+					return l
+				}
+			}
+			c.t.Fatalf("the turn ended and the agent never %s (did it decide by itself?)", what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -384,6 +439,7 @@ func (c *realClaude) relayed(line string) {
 func (c *realClaude) brokerAnswered(id json.RawMessage, option string) {
 	c.t.Helper()
 	deadline := time.Now().Add(c.wait)
+	lastLook := false
 	for {
 		for _, l := range c.agentLines(c.agentIn) {
 			if m := parseLine(l); m != nil && m["method"] == nil && bytes.Equal(m["id"], id) {
@@ -398,8 +454,13 @@ func (c *realClaude) brokerAnswered(id json.RawMessage, option string) {
 				c.t.Fatalf("the broker forwarded the request to the editor instead of answering %q itself: %s\naudit: %s", option, clip(l), strings.Join(c.agentLines(c.audit), "\n"))
 			}
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("the agent never got an answer to its request %s", id)
+		if ended := c.promptID != "" && c.turnEnded(); ended || time.Now().After(deadline) {
+			if ended && !lastLook {
+				lastLook = true // the tee may be behind
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			c.t.Fatalf("the agent never got an answer to its request %s (turn ended: %v)", id, ended)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -652,7 +713,7 @@ func TestRealClaudeDefaultModeIsGoverned(t *testing.T) {
 	t.Logf("claude-agent-acp opened the session in mode %q", r.Modes.CurrentModeID)
 	if r.Modes.CurrentModeID == "auto" {
 		// The broker's own request; the tee may lag behind the agent.
-		switched := c.agentLine(c.agentIn, "got the broker's mode switch", func(m rpcLine) bool {
+		switched := c.agentLineWithin(10*time.Second, c.agentIn, "got the broker's mode switch", func(m rpcLine) bool {
 			return strings.HasPrefix(string(m["id"]), `"acp-broker-`) &&
 				(string(m["method"]) == `"session/set_mode"` || string(m["method"]) == `"session/set_config_option"`)
 		})
@@ -661,7 +722,7 @@ func TestRealClaudeDefaultModeIsGoverned(t *testing.T) {
 			t.Errorf("the broker did not switch the session to default: %s", switched)
 		}
 	}
-	prompt := c.request("session/prompt", map[string]any{"sessionId": c.sid, "prompt": []any{map[string]any{"type": "text", "text": "MARKER-MODE: make the marker"}}})
+	prompt := c.prompt("MARKER-MODE: make the marker")
 	line := c.awaitRequest("session/request_permission")
 	c.respond(parseLine(line)["id"], `{"outcome":{"outcome":"selected","optionId":"reject"}}`)
 	c.awaitTurnEnd(prompt)
@@ -696,7 +757,7 @@ func TestRealClaudeV2(t *testing.T) {
 				t.Fatalf("the agent got another initialize than the editor sent: %v", in)
 			}
 			c.newSession()
-			prompt := c.request("session/prompt", map[string]any{"sessionId": c.sid, "prompt": []any{map[string]any{"type": "text", "text": "MARKER-V2: make the marker"}}})
+			prompt := c.prompt("MARKER-V2: make the marker")
 			sent := c.agentLine(c.agentOut, "asked for permission", func(m rpcLine) bool { return string(m["method"]) == `"session/request_permission"` })
 			t.Logf("the v2 request of claude-agent-acp 0.101: %s", sent)
 			pinV2Request(t, c, sent)
