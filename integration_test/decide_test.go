@@ -108,6 +108,9 @@ type deciderOptions struct {
 	// envFor, if set, is more environment that names the decider's
 	// directories.
 	envFor func(d *decider) []string
+	// open, if set, opens the session instead of the plain session/new:
+	// for tests that script initialize or the agent's answer.
+	open func(d *decider)
 }
 
 // startDecider writes the rule files, starts the broker in front of the fake
@@ -158,6 +161,10 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	d.env = env
 	d.explainArgs = explainArgs(append(args, o.args...))
 	d.session = startFake(t, options{broker: true, brokerArgs: append(args, o.args...), env: env, dir: dir})
+	if o.open != nil {
+		o.open(d)
+		return d
+	}
 	if o.mcpServers == "" {
 		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-1","method":"session/new","params":{"cwd":"$CWD","additionalDirectories":["$LIB"],"mcpServers":[]}}`))
 	} else {

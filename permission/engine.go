@@ -116,17 +116,17 @@ func (e *Engine) hints(sessionID string) func(server, tool string) rules.ToolHin
 }
 
 // policy returns the rules in force for a session's directory, and the mode.
-func (e *Engine) policy(cwd string) (*rules.Policy, string, error) {
-	p, err := e.Rules.Policy(cwd)
+func (e *Engine) policy(s session.Info) (*rules.Policy, string, error) {
+	p, err := e.Rules.Policy(s.Cwd)
 	if err != nil {
 		return nil, "", err
 	}
-	return p, EffectiveMode(e.Mode, p), nil
+	return p, SessionMode(e.Mode, p, s), nil
 }
 
 func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec := Record{Session: c.Session.ID, Method: c.Method}
-	p, mode, err := e.policy(c.Session.Cwd)
+	p, mode, err := e.policy(c.Session)
 	if err != nil {
 		e.Log.Error("cannot load the rules; asking the editor", "err", err)
 		params, _ := readPermissionParams(c.Params)
@@ -479,7 +479,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		rec.Latency = ms(time.Since(start))
 		e.write(rec)
 	}
-	p, mode, err := e.policy(c.Session.Cwd)
+	p, mode, err := e.policy(c.Session)
 	if err != nil {
 		e.Log.Error("cannot load the rules; refusing", "method", c.Method, "err", err)
 		refuse("config error", "the rules cannot be loaded, so this is refused: "+err.Error())
@@ -489,7 +489,7 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 	what := prepare(req)
 	describe(&rec, req)
 	judged := p.Decide(req)
-	v := rules.ApplyMode(judged, req, mode)
+	v := governed(p, rules.ApplyMode(judged, req, mode), c.Session)
 	reason, protected := p.Protected(req)
 	switch {
 	case judged.Decision == rules.Deny:

@@ -93,7 +93,7 @@ func Evaluate(in Inputs) Evaluation {
 		req.NotUnderstood = append(req.NotUnderstood, unopened(in.Session.ID))
 	}
 	ev := Evaluation{Understood: true, Request: req, params: params}
-	ev.Verdict = rules.ApplyMode(in.Policy.Decide(req), req, in.Mode)
+	ev.Verdict = governed(in.Policy, rules.ApplyMode(in.Policy.Decide(req), req, in.Mode), in.Session)
 	if in.ToolCall != nil && len(in.ToolCall.Announced) > 0 && ev.Verdict.Decision != rules.Deny {
 		// The request shows something else than the agent announced, and
 		// what runs may be the announcement: a deny rule that matches it

@@ -40,13 +40,13 @@ func (e *Engine) judgeMCP(c mcp.Call) (*rules.Request, rules.Verdict, *rules.Pol
 			info = known
 		}
 	}
-	p, mode, err := e.policy(info.Cwd)
+	p, mode, err := e.policy(info)
 	if err != nil {
 		return nil, rules.Verdict{}, nil, info, rec, err
 	}
 	req := rules.ReadMCPCall(c.Server, c.Tool, c.Arguments, e.context(info, mode))
 	describe(&rec, req)
-	v := rules.ApplyMode(p.Decide(req), req, mode)
+	v := governed(p, rules.ApplyMode(p.Decide(req), req, mode), info)
 	fillVerdict(&rec, v)
 	return req, v, p, info, rec, nil
 }

@@ -161,6 +161,11 @@ type File struct {
 	Ask      *AskConfig // nil when the file has no [ask]
 	Channels []ChannelConfig
 
+	// AgentModes is [agent] modes: "govern", "keep" or "" when not set;
+	// AllowModes is [agent] allow_modes (see agentmodes.go).
+	AgentModes string
+	AllowModes []string
+
 	// Ignored says, one warning each, what a project file set that a
 	// project may not set ([ask], [[channel]], unlock_protected, the MCP
 	// proxy): such settings are skipped, never an error, since a file that
@@ -184,7 +189,7 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp", "ask", "channel"}
+var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp", "ask", "channel", "agent"}
 
 var ruleKeys = []string{
 	"id", "decision", "reason", "kind", "tool", "mcp", "command", "command_regex", "path", "url",
@@ -244,6 +249,8 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 			err = d.ask(prim)
 		case "channel":
 			err = d.channels(prim)
+		case "agent":
+			err = d.agentTable(prim)
 		default:
 			err = d.unknown(at, k, "", topKeys)
 		}

@@ -25,6 +25,7 @@ type Policy struct {
 	// mcpProxy is each server's proxy setting, with "" for [mcp] proxy;
 	// the first layer that sets one wins, managed first.
 	mcpProxy    map[string]bool
+	agent       agentSettings
 	protected   *protectedPaths
 	home        string
 	brokerFiles []string
@@ -67,6 +68,7 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 			if f.ReadOnly == "ask" {
 				p.ReadOnly = "ask"
 			}
+			p.addAgentSettings(f)
 			if _, set := p.mcpProxy[""]; !set && f.MCPProxy != nil {
 				p.mcpProxy[""] = *f.MCPProxy
 			}

@@ -74,6 +74,9 @@ type Options struct {
 	// Started, if not nil, is called once the relay is ready, with the
 	// handle through which the broker's own messages reach the editor.
 	Started func(*Editor)
+	// Modes, if not nil, keeps sessions out of the agent's modes in which
+	// it decides by itself (see ModeGuard).
+	Modes ModeGuard
 }
 
 // Setup may change the editor's session set-up requests (session/new, load,
@@ -231,6 +234,8 @@ type broker struct {
 	agentName string
 	policy    Policy
 	setup     Setup
+	guard     ModeGuard
+	modes     *modeSwitches
 	tracker   *tracker
 	editor    *jsonrpc.Writer
 	agent     *jsonrpc.Writer
@@ -274,6 +279,8 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		agentName:     filepath.Base(opts.AgentArgs[0]),
 		policy:        opts.Policy,
 		setup:         opts.Setup,
+		guard:         opts.Modes,
+		modes:         newModeSwitches(),
 		tracker:       newTracker(),
 		editor:        jsonrpc.NewWriter(opts.EditorOut),
 		agent:         jsonrpc.NewWriter(proc.stdin),
@@ -306,6 +313,7 @@ const bigFrame = 4 << 20
 // for more input, so a burst costs few writes and no frame is held back.
 func (b *broker) readAgent(r *jsonrpc.Reader) {
 	defer b.flushEditor()
+	defer b.abandonSwitches()
 	for {
 		if !r.HasFrame() {
 			b.flushEditor()
@@ -327,60 +335,71 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 			b.invalid(fromAgent, frame, err)
 			continue
 		}
-		switch m.Kind {
-		case jsonrpc.Request:
-			if why := Refused(m.Method, m.ID, m.Params); why != "" {
-				b.log.Warn("refused an agent request: "+why, "id", string(m.ID), "method", m.Method)
-				b.trace.record("agent->broker", frame, "refused: "+why)
-				b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, why))
-				continue
-			}
-			if InterceptedMethods[m.Method] {
-				b.intercept(frame)
-				continue
-			}
-			// Any other request reusing the id of a withdrawn prompt gets
-			// the editor's answers to that id again: a late permission
-			// outcome then reaches it too, but no permission request does.
-			b.mu.Lock()
-			b.unshadowLocked(m.IDKey())
-			b.mu.Unlock()
-		case jsonrpc.Response:
-			b.tracker.agentResponse(m)
-			b.mu.Lock()
-			delete(b.editorPending, m.IDKey())
-			established := b.established[m.IDKey()]
-			delete(b.established, m.IDKey())
-			b.mu.Unlock()
-			if established != nil {
-				id, _ := jsonrpc.String(m.Result, "sessionId")
-				established(id)
-			}
-		case jsonrpc.Notification:
-			switch m.Method {
-			case "session/update":
-				if b.tracker.update(m.Params) {
-					// What the broker shows the human of a request it
-					// holds is the broker's to say.
-					b.log.Warn("dropped an agent update about a tool call of the broker's")
-					b.trace.record("agent->broker", frame, "dropped: the tool call id is reserved for the broker")
-					continue
-				}
-			case "$/cancel_request":
-				if b.agentCancelled(m.Params) {
-					continue
-				}
-			}
-		}
-		b.trace.record("agent->editor", frame, "")
-		if b.editor.Queue(frame) != nil {
-			b.markEditorGone()
-		}
+		b.relayOne(m, frame)
 		if len(frame) > bigFrame {
 			r.Release()
 			runtime.GC()
 		}
 	}
+}
+
+// relayAgent relays one message of the agent's, or hands it to whoever
+// answers it instead of the editor.
+func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
+	defer func() {
+		for _, id := range b.tracker.takeModeChanges() {
+			b.modeUpdated(id)
+		}
+	}()
+	switch m.Kind {
+	case jsonrpc.Request:
+		if why := Refused(m.Method, m.ID, m.Params); why != "" {
+			b.log.Warn("refused an agent request: "+why, "id", string(m.ID), "method", m.Method)
+			b.trace.record("agent->broker", frame, "refused: "+why)
+			b.toAgent("broker->agent", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, why))
+			return
+		}
+		if InterceptedMethods[m.Method] {
+			b.intercept(frame)
+			return
+		}
+		// Any other request reusing the id of a withdrawn prompt gets
+		// the editor's answers to that id again: a late permission
+		// outcome then reaches it too, but no permission request does.
+		b.mu.Lock()
+		b.unshadowLocked(m.IDKey())
+		b.mu.Unlock()
+	case jsonrpc.Response:
+		b.tracker.agentResponse(m)
+		b.mu.Lock()
+		delete(b.editorPending, m.IDKey())
+		established := b.established[m.IDKey()]
+		delete(b.established, m.IDKey())
+		b.mu.Unlock()
+		if established != nil {
+			id, _ := jsonrpc.String(m.Result, "sessionId")
+			established(id)
+		}
+		if b.setupAnswered(m, frame) {
+			return // held until the agent answers the broker's switch
+		}
+	case jsonrpc.Notification:
+		switch m.Method {
+		case "session/update":
+			if b.tracker.update(m.Params) {
+				// What the broker shows the human of a request it
+				// holds is the broker's to say.
+				b.log.Warn("dropped an agent update about a tool call of the broker's")
+				b.trace.record("agent->broker", frame, "dropped: the tool call id is reserved for the broker")
+				return
+			}
+		case "$/cancel_request":
+			if b.agentCancelled(m.Params) {
+				return
+			}
+		}
+	}
+	b.relayQueued(frame)
 }
 
 func (b *broker) flushEditor() {
@@ -412,6 +431,16 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 		}
 		switch m.Kind {
 		case jsonrpc.Request:
+			if isOwnID(m.ID) {
+				why := fmt.Sprintf("request ids starting with %q are reserved by acp-broker", ownIDPrefix)
+				b.log.Warn("refused an editor request: "+why, "id", string(m.ID), "method", m.Method)
+				b.trace.record("editor->broker", frame, "refused: "+why)
+				b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidRequest, why))
+				continue
+			}
+			if b.refuseModeChange(m) {
+				continue
+			}
 			b.tracker.editorRequest(m)
 			key := m.IDKey()
 			b.mu.Lock()
@@ -431,7 +460,7 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 				b.mu.Unlock()
 				continue
 			}
-			if err := b.toAgent(out.dir, out.frame); err != nil {
+			if err := b.sendToAgent(m, out.dir, out.frame); err != nil {
 				b.mu.Lock()
 				delete(b.editorPending, key)
 				b.mu.Unlock()
@@ -445,7 +474,7 @@ func (b *broker) readEditor(r *jsonrpc.Reader) {
 					cancelled = b.cancelSession(id)
 				}
 			}
-			b.toAgent("editor->agent", frame)
+			b.sendToAgent(m, "editor->agent", frame)
 			b.deliverCancelled(cancelled)
 			continue
 		case jsonrpc.Response:
@@ -723,7 +752,7 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 // dropped as late.
 func (b *broker) deliverCancelled(calls []settledCall) {
 	for _, s := range calls {
-		b.toAgent("broker->agent", s.frame)
+		b.sendToAgent(nil, "broker->agent", s.frame)
 	}
 }
 

@@ -47,14 +47,25 @@ func (r *Replay) Record(line []byte) {
 		if m.Kind == jsonrpc.Request {
 			r.t.editorRequest(m)
 		}
+	case "broker":
+		// The broker's own switch of a session's mode tells the tracker
+		// the mode once the agent agrees, as it did live.
+		if to == fromAgent && m.Kind == jsonrpc.Request && modeMethods[m.Method] {
+			r.t.editorRequest(m)
+		}
 	case fromAgent:
 		if to == "broker" {
 			// The broker's own record of an agent message it did not relay
 			// as it came: only a request it intercepted reached the
-			// tracker; one it refused, an update it dropped and a request
-			// it re-sent under a fresh id did not (again).
+			// tracker, a session set-up response it held (traced again
+			// when relayed) and the answer to the broker's mode switch; one it
+			// refused, an update it dropped and a request it re-sent under
+			// a fresh id did not (again).
 			if m.Kind == jsonrpc.Request && note == "intercepted" {
 				r.t.intercepted(m.Method, m.Params)
+			}
+			if m.Kind == jsonrpc.Response && (note == switchAnswerNote || note == heldResponseNote) {
+				r.t.agentResponse(m)
 			}
 			return
 		}

@@ -48,6 +48,14 @@ type Info struct {
 	AdditionalDirectories []string
 	// MCPServers are the servers the editor passed, each exactly as sent.
 	MCPServers []json.RawMessage
+
+	// Agent is the agent's agentInfo.name from initialize.
+	Agent string
+	// AgentMode is the session's mode as the agent last reported it (see
+	// modes.go), "" when it reported none; ModeConfigID is the id of its
+	// mode config option, "" when it has none.
+	AgentMode    string
+	ModeConfigID string
 }
 
 // ToolCall is the merged view of one tool call: every field the agent sent
@@ -286,6 +294,8 @@ type sessionState struct {
 	forgotten      map[[sha256.Size]byte]bool
 	forgottenOrder [][sha256.Size]byte
 	overflowed     bool
+	// mode is what the agent said of the session's own mode.
+	mode agentMode
 }
 
 // forget drops a tool call and, in an opened session, remembers that it
@@ -341,6 +351,8 @@ type tracker struct {
 	// requests maps editor request ids to the tracked requests awaiting the
 	// agent's response.
 	requests map[string]trackedRequest
+	// modesChanged are the sessions whose mode the agent reported.
+	modesChanged modeChanges
 }
 
 type trackedRequest struct {
@@ -362,7 +374,7 @@ var sessionMethods = map[string]bool{
 
 // editorRequest notes a request from the editor whose response it needs.
 func (t *tracker) editorRequest(m *jsonrpc.Message) {
-	if !sessionMethods[m.Method] {
+	if !sessionMethods[m.Method] && !modeMethods[m.Method] {
 		return
 	}
 	t.mu.Lock()
@@ -403,6 +415,8 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 			delete(t.opened, id)
 			delete(t.unknown, id)
 		}
+	case "session/set_mode", "session/set_config_option":
+		t.modeAnsweredLocked(req, m.Result)
 	default:
 		// session/load and session/resume name the session the editor
 		// means; session/new and session/fork learn it from the answer.
@@ -433,6 +447,7 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 			_ = json.Unmarshal(raw, &info.MCPServers)
 		}
 		t.open(info)
+		t.modeReportedLocked(id, m.Result)
 	}
 }
 
@@ -525,6 +540,11 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	}
 	switch kind, _ := stringValue(kindRaw); kind {
 	case "tool_call", "tool_call_update":
+	case "current_mode_update", "config_option_update":
+		if sessionID, ok := stringValue(sessionRaw); ok {
+			t.modeUpdate(sessionID, upd)
+		}
+		return false
 	default:
 		return
 	}
@@ -686,6 +706,8 @@ func (t *tracker) info(sessionID string) Info {
 	info := s.info
 	info.AdditionalDirectories = slices.Clone(info.AdditionalDirectories)
 	info.MCPServers = slices.Clone(info.MCPServers)
+	info.Agent = t.agentNameLocked()
+	info.AgentMode, info.ModeConfigID = s.mode.id, s.mode.configID
 	return info
 }
 

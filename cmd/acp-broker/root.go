@@ -221,6 +221,7 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		Policy:         engine,
 		Setup:          hub,
 		Started:        engine.Started,
+		Modes:          engine,
 	})
 	if err != nil {
 		return userError(1, err.Error())

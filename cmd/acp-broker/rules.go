@@ -320,7 +320,7 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 		return nil
 	}
 	ev := permission.Evaluate(permission.Inputs{Params: params, ToolCall: toolCall, Session: info, Policy: policy,
-		Mode: permission.EffectiveMode(o.mode, policy), Home: loc.Home, MCPHints: hints})
+		Mode: permission.SessionMode(o.mode, policy, info), Home: loc.Home, MCPHints: hints})
 	caveats := explainCaveats(ev, policy)
 	if o.json {
 		v := explainJSON(ev)
