@@ -102,9 +102,6 @@ func startRealClaude(t *testing.T, o realClaudeOptions) *realClaude {
 			}
 		}
 	}
-	if os.Getenv("DEVHACK") != "" { // TEMPORARY until item 0 is merged
-		writeFileAtomic(t, filepath.Join(c.home, ".claude", "settings.json"), `{"permissions":{"defaultMode":"default"}}`)
-	}
 	mock, err := anthropicapi.Start(o.convs...)
 	if err != nil {
 		t.Fatal(err)
