@@ -242,19 +242,29 @@ func (c *realClaude) awaitRequest(method string) string {
 	}
 }
 
-// turnEnded reports whether the editor has seen the end of the prompt turn:
-// the prompt's response in v1, the session's idle state in v2.
-func (c *realClaude) turnEnded() bool {
+// turnEnd returns the line that ended the prompt turn, if the editor has
+// seen it: the prompt's response in v1; in v2, the session's first idle
+// state after the prompt's response (v2 answers a prompt once the agent
+// takes it in).
+func (c *realClaude) turnEnd() (string, bool) {
+	answered := false
 	for _, l := range toStrings(c.out.all()) {
 		m := parseLine(l)
-		if !c.v2 && m["method"] == nil && string(m["id"]) == c.promptID {
-			return true
-		}
-		if c.v2 && isIdle(m, c.sid) {
-			return true
+		if m["method"] == nil && c.promptID != "" && string(m["id"]) == c.promptID {
+			if !c.v2 {
+				return l, true
+			}
+			answered = true
+		} else if answered && isIdle(m, c.sid) {
+			return l, true
 		}
 	}
-	return false
+	return "", false
+}
+
+func (c *realClaude) turnEnded() bool {
+	_, ended := c.turnEnd()
+	return ended
 }
 
 // isIdle reports whether m is the state_update that ends a v2 turn of sid.
@@ -317,20 +327,32 @@ func (c *realClaude) prompt(text string) string {
 // prompt is answered as soon as the agent takes it in).
 func (c *realClaude) awaitTurnEnd(promptID string) string {
 	c.t.Helper()
+	if promptID != c.promptID {
+		c.t.Fatalf("test bug: prompt %s is not the last one, %s", promptID, c.promptID)
+	}
+	deadline := time.Now().Add(c.wait)
+	line, ended := c.turnEnd()
+	for ; !ended; line, ended = c.turnEnd() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the turn did not end\n%s", c.debug())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var end struct {
 		StopReason string `json:"stopReason"`
-		State      string `json:"state"`
 	}
+	m := parseLine(line)
 	if !c.v2 {
-		_ = json.Unmarshal(c.awaitResult(promptID), &end)
+		if m["result"] == nil {
+			c.t.Fatalf("the prompt failed: %s", clip(line))
+		}
+		_ = json.Unmarshal(m["result"], &end)
 		return end.StopReason
 	}
-	c.awaitResult(promptID)
-	line := c.awaitLine("the session's idle state", func(m rpcLine) bool { return isIdle(m, c.sid) })
 	var p struct {
 		Update json.RawMessage `json:"update"`
 	}
-	_ = json.Unmarshal(parseLine(line)["params"], &p)
+	_ = json.Unmarshal(m["params"], &p)
 	_ = json.Unmarshal(p.Update, &end)
 	return end.StopReason
 }
@@ -542,6 +564,12 @@ func toolCallOf(t *testing.T, line string) (toolCallID string, toolCall map[stri
 	return toolCallID, tc
 }
 
+func toolCallID(t *testing.T, line string) string {
+	t.Helper()
+	id, _ := toolCallOf(t, line)
+	return id
+}
+
 // bash is the script of a conversation that runs command once.
 func bash(marker, command string) anthropicapi.Conversation {
 	return anthropicapi.Conversation{Marker: marker, Steps: []anthropicapi.Step{
@@ -592,6 +620,47 @@ func TestRealClaudeAllowedCommandRuns(t *testing.T) {
 		t.Errorf("the editor was asked: %s", got[0])
 	}
 	c.finish()
+}
+
+// TestRealClaudeAllowedCommandKeepsDenyPaths: the rule "touch *" allows
+// what touch's own arguments name, but a deny rule on a path still denies
+// touch there, and a protected path is still asked (issue item 6b).
+func TestRealClaudeAllowedCommandKeepsDenyPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name, command, file, decision string
+	}{
+		{"denied-path", "touch gen/claude-marker.txt", "gen/claude-marker.txt", "deny"},
+		{"protected-path", "touch .env", ".env", "ask"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := startRealClaude(t, realClaudeOptions{rules: touchAllowed + `
+[[rule]]
+id = "no-generated"
+decision = "deny"
+reason = "generated files are rebuilt"
+path = "./gen/**"
+`, convs: []anthropicapi.Conversation{bash("MARKER-PATHS", tc.command)}})
+			if err := os.Mkdir(filepath.Join(c.cwd, "gen"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			prompt := c.start(map[string]any{}, "MARKER-PATHS: make the marker")
+			if tc.decision == "deny" {
+				c.brokerAnswered(json.RawMessage("0"), "reject")
+				if e := c.auditOf(firstToolUse); e.Decision != "deny" || e.RuleID != "no-generated" {
+					t.Errorf("audit: %+v, want a deny by rule no-generated", e)
+				}
+			} else {
+				req := c.awaitRequest("session/request_permission")
+				c.relayed(req)
+				c.respond(parseLine(req)["id"], `{"outcome":{"outcome":"selected","optionId":"reject"}}`)
+			}
+			if stop := c.awaitTurnEnd(prompt); stop != "end_turn" {
+				t.Errorf("stop reason %q, want end_turn", stop)
+			}
+			requireNoFile(t, filepath.Join(c.cwd, tc.file))
+			c.finish()
+		})
+	}
 }
 
 // TestRealClaudeDeniedCommandRefused: a command a deny rule names does not
@@ -657,28 +726,67 @@ func TestRealClaudeAskedCommand(t *testing.T) {
 // TestRealClaudeCancelWhileAsking: session/cancel while the editor holds a
 // request: the broker answers it cancelled itself (the editor's own
 // cancelled answer, which ACP requires, is dropped), the turn ends
-// cancelled, and nothing runs.
+// cancelled, and nothing runs. Over v1 and v2, and for a subagent's
+// request, which the parent's cancel reaches (issue item 4).
 func TestRealClaudeCancelWhileAsking(t *testing.T) {
-	c := startRealClaude(t, realClaudeOptions{convs: []anthropicapi.Conversation{bash("MARKER-CANCEL", "touch claude-marker.txt")}})
-	prompt := c.start(map[string]any{}, "MARKER-CANCEL: make the marker")
-	id := parseLine(c.awaitRequest("session/request_permission"))["id"]
-	c.notify("session/cancel", map[string]any{"sessionId": c.sid})
-	c.respond(id, `{"outcome":{"outcome":"cancelled"}}`)
-	if stop := c.awaitTurnEnd(prompt); stop != "cancelled" {
-		t.Errorf("stop reason %q, want cancelled", stop)
+	for _, tc := range []struct {
+		name     string
+		v2       bool
+		subagent bool
+	}{{name: "v1"}, {name: "v2", v2: true}, {name: "subagent", subagent: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			convs := []anthropicapi.Conversation{bash("MARKER-CANCEL", "touch claude-marker.txt")}
+			caps := map[string]any{}
+			if tc.subagent {
+				caps["subagents"] = map[string]any{}
+				convs = []anthropicapi.Conversation{
+					{Marker: "MARKER-CANCEL", Steps: []anthropicapi.Step{
+						{Tool: "Agent", Input: map[string]any{"description": "Make the marker", "prompt": "MARKER-CHILD: make the marker", "subagent_type": "general-purpose"}},
+						{Text: "The subagent is at work."},
+					}},
+					bash("MARKER-CHILD", "touch claude-marker.txt"),
+				}
+			}
+			c := startRealClaude(t, realClaudeOptions{convs: convs})
+			c.v2 = tc.v2
+			prompt := c.start(caps, "MARKER-CANCEL: make the marker")
+			req := c.awaitRequest("session/request_permission")
+			var p struct {
+				SessionID string `json:"sessionId"`
+			}
+			_ = json.Unmarshal(parseLine(req)["params"], &p)
+			if tc.subagent == (p.SessionID == c.sid) {
+				t.Fatalf("the request is not of the session the test expects: %s", clip(req))
+			}
+			id := parseLine(req)["id"]
+			c.notify("session/cancel", map[string]any{"sessionId": c.sid})
+			// The broker answers at once, without the editor's answer.
+			first := c.agentLineWithin(10*time.Second, c.agentIn, "got the broker's cancelled answer", func(m rpcLine) bool {
+				return m["method"] == nil && bytes.Equal(m["id"], id)
+			})
+			if !isCancelled(first) {
+				t.Errorf("the agent was answered %s, want cancelled", first)
+			}
+			c.respond(id, `{"outcome":{"outcome":"cancelled"}}`)
+			if stop := c.awaitTurnEnd(prompt); stop != "cancelled" {
+				t.Errorf("stop reason %q, want cancelled", stop)
+			}
+			var answers []string
+			for _, l := range c.agentLines(c.agentIn) {
+				if m := parseLine(l); m["method"] == nil && bytes.Equal(m["id"], id) {
+					answers = append(answers, l)
+				}
+			}
+			if len(answers) != 1 || !isCancelled(answers[0]) {
+				t.Errorf("the agent got %d answers %v, want one, cancelled", len(answers), answers)
+			}
+			if e := c.auditOf(toolCallID(t, req)); e.Decision == "allow" {
+				t.Errorf("audit: %+v", e)
+			}
+			requireNoFile(t, filepath.Join(c.cwd, "claude-marker.txt"))
+			c.finish()
+		})
 	}
-	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"cancelled"}}}`, id)
-	var answers []string
-	for _, l := range c.agentLines(c.agentIn) {
-		if m := parseLine(l); m["method"] == nil && bytes.Equal(m["id"], id) {
-			answers = append(answers, l)
-		}
-	}
-	if len(answers) != 1 || !isCancelled(answers[0]) {
-		t.Errorf("the agent got %d answers %v, want one, %s", len(answers), answers, want)
-	}
-	requireNoFile(t, filepath.Join(c.cwd, "claude-marker.txt"))
-	c.finish()
 }
 
 func isCancelled(answer string) bool {
