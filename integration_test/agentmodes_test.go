@@ -136,6 +136,43 @@ func expectTold(d *decider, notices bool, warning bool) string {
 	return ""
 }
 
+// expectShown requires the editor's next line to be the broker's own
+// session/update showing the session in mode, which the agent agreed to:
+// a current_mode_update, or a config_option_update with the options the
+// agent's answer gave.
+func expectShown(d *decider, session, mode string) {
+	d.t.Helper()
+	line := d.EditorRecv()
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			SessionID string `json:"sessionId"`
+			Update    struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				CurrentModeID string `json:"currentModeId"`
+				ConfigOptions []struct {
+					Category     string `json:"category"`
+					CurrentValue string `json:"currentValue"`
+				} `json:"configOptions"`
+			} `json:"update"`
+		} `json:"params"`
+	}
+	if json.Unmarshal([]byte(line), &m) == nil && m.Method == "session/update" && m.Params.SessionID == session {
+		u := m.Params.Update
+		if u.SessionUpdate == "current_mode_update" && u.CurrentModeID == mode {
+			return
+		}
+		if u.SessionUpdate == "config_option_update" {
+			for _, o := range u.ConfigOptions {
+				if o.Category == "mode" && o.CurrentValue == mode {
+					return
+				}
+			}
+		}
+	}
+	d.t.Fatalf("editor received\n  %s\nwant the broker's update showing %s in mode %q", clip(line), session, mode)
+}
+
 const bashGitStatus = `{"toolCallId":"m1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`
 
 // TestModeBlindSessionSwitchedBeforeTheEditorLearnsOfIt: for every mode in
@@ -171,6 +208,7 @@ func TestModeBlindSessionSwitchedBeforeTheEditorLearnsOfIt(t *testing.T) {
 			editorQuiet(d)
 			d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 			d.EditorExpect(response)
+			expectShown(d, "sess_1", c.asking)
 			text := expectTold(d, false, false)
 			for _, want := range []string{c.blind, c.asking, "allow_modes"} {
 				if !strings.Contains(text, want) {
@@ -209,6 +247,7 @@ func TestModeConfigOptionSwitched(t *testing.T) {
 			update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"config_option_update","configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"workspace-write","options":[]}]}}}`
 			d.AgentSend(update, `{"jsonrpc":"2.0","id":`+id+`,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"workspace-write","options":[]}]}}`)
 			d.EditorExpect(response)
+			expectShown(d, "sess_1", "workspace-write")
 			expectTold(d, false, false)
 			d.EditorExpect(update)
 			d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
@@ -233,6 +272,7 @@ func openBlind(agent, blind, asking string, notices bool) func(d *decider) {
 		id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"`+asking+`"}`)
 		d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 		d.EditorExpect(response)
+		expectShown(d, "sess_1", asking)
 		expectTold(d, notices, false)
 	}
 }
@@ -279,12 +319,14 @@ func TestModeBackToBlindSwitchedAgain(t *testing.T) {
 		t.Fatalf("the agent received, while the broker's switch was unanswered:\n  %s", clip(string(line)))
 	}
 	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectShown(d, "sess_1", "default")
 	d.AgentExpect(prompt)
 	// The config option form: config_option_update back to auto.
 	cfg := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"config_option_update","configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"auto","options":[]}]}}}`
 	d.AgentToEditor(cfg)
 	id = expectSwitch(d, "session/set_config_option", `{"sessionId":"sess_1","configId":"mode","value":"default"}`)
 	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"default","options":[]}]}}`)
+	expectShown(d, "sess_1", "default")
 	d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
 	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
 	d.finish()
@@ -346,6 +388,7 @@ func TestModeAllowModes(t *testing.T) {
 	d.AgentToEditor(modeUpdate("bypassPermissions"))
 	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
 	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectShown(d, "sess_1", "default")
 	expectTold(d, false, false)
 	d.finish()
 }
@@ -489,6 +532,7 @@ func TestModeLoadHoldsThePrompt(t *testing.T) {
 	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
 	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 	d.EditorExpect(response)
+	expectShown(d, "sess_1", "default")
 	expectTold(d, false, false)
 	d.AgentExpect(prompt)
 	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
@@ -614,7 +658,41 @@ func TestModeAmbiguousCountsAsBlind(t *testing.T) {
 	d.AgentToEditor(twice)
 	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
 	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	expectShown(d, "sess_1", "default")
 	expectTold(d, false, false)
 	d.decided(permission("1", bashGitStatus, geminiOptions), "proceed_once")
+	d.finish()
+}
+
+// TestModeResumeAndForkSwitched: session/resume (which names its session)
+// and the unstable session/fork (whose answer names a new one) are set-ups
+// like session/new: a blind answer is held and switched first, and a
+// prompt for the resumed session waits.
+func TestModeResumeAndForkSwitched(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, open: openBlind(codexAgent, "agent", "workspace-write", false)})
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"r1","method":"session/resume","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+	prompt := `{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"resumed"}]}}`
+	d.EditorSend(prompt)
+	resumed := `{"jsonrpc":"2.0","id":"r1","result":{"modes":{"currentModeId":"agent-full-access","availableModes":[]}}}`
+	d.AgentSend(resumed)
+	id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"workspace-write"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+	d.EditorExpect(resumed)
+	expectShown(d, "sess_1", "workspace-write") // and told once already: no second message
+	d.AgentExpect(prompt)
+	d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
+
+	d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"f1","method":"session/fork","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+	forked := `{"jsonrpc":"2.0","id":"f1","result":{"sessionId":"sess_2","configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"agent","options":[]}]}}`
+	d.AgentSend(forked)
+	id = expectSwitch(d, "session/set_config_option", `{"sessionId":"sess_2","configId":"mode","value":"workspace-write"}`)
+	d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"workspace-write","options":[]}]}}`)
+	d.EditorExpect(forked)
+	expectShown(d, "sess_2", "workspace-write")
+	line := d.EditorRecv()
+	if !strings.Contains(line, `"sessionId":"sess_2"`) || !strings.Contains(line, "agent_message_chunk") {
+		t.Fatalf("the forked session's user is not told: %s", clip(line))
+	}
 	d.finish()
 }

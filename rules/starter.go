@@ -57,4 +57,12 @@ counterexamples = ["git push", "git status; rm -rf ~"]
 # To pass them to the agent unchanged (and ungoverned):
 # [mcp]
 # proxy = false
+
+# The broker switches Claude Code out of auto, bypassPermissions and dontAsk,
+# Codex out of agent and agent-full-access, and Gemini CLI out of yolo: in
+# them the agent decides by itself and never asks. To allow one anyway, or
+# to leave the agent's modes alone ("keep"):
+# [agent]
+# allow_modes = ["auto"]
+# modes = "keep"
 `

@@ -9,9 +9,11 @@
 // agent updates about the tool calls it shows for requests it holds. The
 // only messages it writes itself are answers to intercepted requests, error
 // responses when a peer cannot answer, the broker's own requests and
-// notifications to the editor, and a request whose id the editor may still
-// answer for a withdrawn prompt, sent under a fresh id of the broker's. It
-// decides nothing: decisions belong to the Policy.
+// notifications to the editor, a request whose id the editor may still
+// answer for a withdrawn prompt, sent under a fresh id of the broker's, and
+// the switches out of the agent's blind modes that a ModeGuard asks for
+// (see modeswitch.go). It decides nothing: decisions belong to the Policy
+// and the ModeGuard.
 package session
 
 import (

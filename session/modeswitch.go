@@ -42,7 +42,11 @@ type modeSwitches struct {
 	// the agent leaves unanswered can be ended from a timer without
 	// racing the relay.
 	relay sync.Mutex
-	mu    sync.Mutex
+	// send orders the editor's messages to the agent, held or not; mu is
+	// never held while writing, so that reading the agent never waits for
+	// a write to it.
+	send sync.Mutex
+	mu   sync.Mutex
 	// pending are the broker's own switch requests to the agent, by id.
 	pending map[string]*modeSwitch
 	// holding is the switch whose session set-up response is held; every
@@ -77,9 +81,9 @@ const heldResponseNote = "held until the agent answers the broker's mode switch"
 const switchTimeout = 10 * time.Second
 
 type modeSwitch struct {
-	id       string
 	session  Info
 	from, to string
+	method   string // session/set_mode or session/set_config_option
 	// response is the session set-up response held for it, nil for a
 	// switch after a later mode update.
 	response []byte
@@ -123,14 +127,19 @@ func (b *broker) refuseModeChange(m *jsonrpc.Message) bool {
 	return true
 }
 
-// sendToAgent writes an editor message (or the broker's answer that must
-// follow one) to the agent, or holds it while a session it may name is
-// being set up or switched out of a blind mode: no prompt may reach the
-// agent while its session is in one. setupTarget, for a session set-up
-// request, is the session it names ("" for new and fork). Messages are
-// written in the order they came.
+// sendToAgent writes an editor message m (or, with m nil, the broker's
+// answer that must follow one) to the agent, or holds it while a session it
+// may name is being set up or switched out of a blind mode: no prompt may
+// reach the agent while its session is in one. Messages are written in the
+// order they came.
 func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error {
-	if !b.watching() {
+	s := b.modes
+	s.send.Lock()
+	defer s.send.Unlock()
+	s.mu.Lock()
+	queued := len(s.waiting) > 0
+	s.mu.Unlock()
+	if !queued && !b.watching() {
 		return b.toAgent(dir, frame)
 	}
 	w := waitingFrame{dir: dir, frame: frame}
@@ -143,16 +152,17 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 			}
 		}
 	}
-	s := b.modes
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.waiting) > 0 || b.mustWaitLocked(w) {
 		w.frame = clone(frame)
 		s.waiting = append(s.waiting, w)
+		s.mu.Unlock()
 		b.trace.record("editor->broker", frame, "held: a session it may name is being switched out of a mode in which the agent decides by itself")
 		return nil
 	}
-	return b.writeWaitingLocked(w)
+	b.registerLocked(w)
+	s.mu.Unlock()
+	return b.toAgent(w.dir, w.frame)
 }
 
 // mustWaitLocked reports whether an editor message must wait: it names a
@@ -175,23 +185,32 @@ func (b *broker) mustWaitLocked(w waitingFrame) bool {
 	return false
 }
 
-func (b *broker) writeWaitingLocked(w waitingFrame) error {
+// registerLocked notes a session set-up request about to reach the agent,
+// before it does, so that its answer is never read unnoticed. The caller
+// holds b.modes.mu.
+func (b *broker) registerLocked(w waitingFrame) {
 	if w.setup != "" {
 		b.modes.setups[w.setup] = w.target
 	}
-	return b.toAgent(w.dir, w.frame)
 }
 
 // releaseWaiting writes the editor's held messages that need not wait any
 // longer, in order, up to the first that still must.
 func (b *broker) releaseWaiting() {
 	s := b.modes
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(s.waiting) > 0 && !b.mustWaitLocked(s.waiting[0]) {
+	s.send.Lock()
+	defer s.send.Unlock()
+	for {
+		s.mu.Lock()
+		if len(s.waiting) == 0 || b.mustWaitLocked(s.waiting[0]) {
+			s.mu.Unlock()
+			return
+		}
 		w := s.waiting[0]
 		s.waiting = s.waiting[1:]
-		_ = b.writeWaitingLocked(w)
+		b.registerLocked(w)
+		s.mu.Unlock()
+		_ = b.toAgent(w.dir, w.frame)
 	}
 }
 
@@ -330,7 +349,7 @@ func (b *broker) startSwitch(info Info, response []byte) *modeSwitch {
 		return nil
 	}
 	req := reparse(frame)
-	sw := &modeSwitch{id: id, session: info, from: info.AgentMode, to: to}
+	sw := &modeSwitch{session: info, from: info.AgentMode, to: to, method: method}
 	if response != nil {
 		sw.response = clone(response)
 	}
@@ -415,6 +434,9 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure erro
 	if sw.response != nil {
 		b.relayQueued(sw.response)
 	}
+	if failure == nil {
+		b.showMode(sw, m)
+	}
 	if tell && title != "" {
 		b.tellUser(sw.session.ID, failure != nil, title, description)
 	}
@@ -425,6 +447,31 @@ func (b *broker) switchAnswered(sw *modeSwitch, m *jsonrpc.Message, failure erro
 			continue
 		}
 		b.relayAgent(m, frame)
+	}
+}
+
+// showMode tells the editor the mode the agent agreed to, since the
+// agent's answer goes to the broker alone and not every agent announces the
+// change itself (Gemini CLI does not; Claude Code's answer to a
+// set_config_option is the only place with the updated options): a
+// config_option_update with the options the answer lists, else a
+// current_mode_update (ACP v1; v2 has no modes).
+func (b *broker) showMode(sw *modeSwitch, m *jsonrpc.Message) {
+	var update any
+	if options, ok := jsonrpc.Field(m.Result, "configOptions"); ok && sw.method == "session/set_config_option" && jsonrpc.Strict(options) == nil {
+		update = map[string]any{"sessionUpdate": "config_option_update", "configOptions": json.RawMessage(clone(options))}
+	} else if b.tracker.protocolVersion() < 2 {
+		update = map[string]string{"sessionUpdate": "current_mode_update", "currentModeId": sw.to}
+	} else {
+		return
+	}
+	frame, err := jsonrpc.NewNotification("session/update", map[string]any{"sessionId": sw.session.ID, "update": update})
+	if err != nil {
+		return
+	}
+	b.trace.record("broker->editor", frame, "")
+	if b.editor.Queue(frame) != nil {
+		b.markEditorGone()
 	}
 }
 
