@@ -513,16 +513,24 @@ type auditEntry struct {
 // toolCallID and returns it.
 func (c *realClaude) auditOf(toolCallID string) auditEntry {
 	c.t.Helper()
-	deadline := time.Now().Add(c.wait)
+	return c.auditWhere("tool call "+toolCallID, func(e auditEntry) bool {
+		return e.Method == "session/request_permission" && e.ToolCallID == toolCallID
+	})
+}
+
+// auditWhere waits for an audit line that match accepts and returns it.
+func (c *realClaude) auditWhere(what string, match func(auditEntry) bool) auditEntry {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		for _, l := range c.agentLines(c.audit) {
 			var e auditEntry
-			if json.Unmarshal([]byte(l), &e) == nil && e.Method == "session/request_permission" && e.ToolCallID == toolCallID {
+			if json.Unmarshal([]byte(l), &e) == nil && match(e) {
 				return e
 			}
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("no audit line for tool call %s in:\n%s", toolCallID, strings.Join(c.agentLines(c.audit), "\n"))
+			c.t.Fatalf("no audit line for %s in:\n%s", what, strings.Join(c.agentLines(c.audit), "\n"))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -562,12 +570,6 @@ func toolCallOf(t *testing.T, line string) (toolCallID string, toolCall map[stri
 	}
 	_ = json.Unmarshal(tc["toolCallId"], &toolCallID)
 	return toolCallID, tc
-}
-
-func toolCallID(t *testing.T, line string) string {
-	t.Helper()
-	id, _ := toolCallOf(t, line)
-	return id
 }
 
 // bash is the script of a conversation that runs command once.
@@ -780,9 +782,9 @@ func TestRealClaudeCancelWhileAsking(t *testing.T) {
 			if len(answers) != 1 || !isCancelled(answers[0]) {
 				t.Errorf("the agent got %d answers %v, want one, cancelled", len(answers), answers)
 			}
-			if e := c.auditOf(toolCallID(t, req)); e.Decision == "allow" {
-				t.Errorf("audit: %+v", e)
-			}
+			c.auditWhere("the request's cancel", func(e auditEntry) bool {
+				return e.Method == "session/request_permission" && e.Session == p.SessionID && e.Decision == "cancelled"
+			})
 			requireNoFile(t, filepath.Join(c.cwd, "claude-marker.txt"))
 			c.finish()
 		})

@@ -410,6 +410,12 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		}
 		t.agent.AgentCapabilities, _ = fieldCopy(m.Result, "agentCapabilities")
 		t.agent.AgentInfo, _ = fieldCopy(m.Result, "agentInfo")
+		var version float64
+		if json.Unmarshal(t.agent.ProtocolVersion, &version) == nil && version >= 2 {
+			// ACP v2 calls it info: without it a v2 agent is one the
+			// broker does not know, and its blind mode is kept.
+			t.agent.AgentInfo, _ = fieldCopy(m.Result, "info")
+		}
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
 			delete(t.opened, id)
