@@ -186,17 +186,32 @@ func (c *realClaude) respond(id json.RawMessage, result string) string {
 	return line
 }
 
-// awaitLine returns the first unread line the editor got that match accepts.
+// awaitLine returns the first unread line the editor got that match
+// accepts. Once a prompt is running, it fails as soon as the turn ends
+// without one.
 func (c *realClaude) awaitLine(what string, match func(rpcLine) bool) string {
 	c.t.Helper()
-	line, err := c.out.take(c.wait, func(b []byte) bool {
+	accept := func(b []byte) bool {
 		var m rpcLine
 		return json.Unmarshal(b, &m) == nil && match(m)
-	})
-	if err != nil {
-		c.t.Fatalf("editor: waiting for %s: %v\n%s", what, err, c.debug())
 	}
-	return string(line)
+	deadline := time.Now().Add(c.wait)
+	for {
+		line, err := c.out.take(100*time.Millisecond, accept)
+		if err == nil {
+			return string(line)
+		}
+		if err == errTimeout && c.promptID != "" && c.turnEnded() {
+			// What came before the turn's end has been read by now.
+			if line, err := c.out.take(time.Millisecond, accept); err == nil {
+				return string(line)
+			}
+			c.t.Fatalf("the turn ended and the editor got no %s (did the agent decide by itself?)\n%s", what, c.debug())
+		}
+		if err != errTimeout || time.Now().After(deadline) {
+			c.t.Fatalf("editor: waiting for %s: %v\n%s", what, err, c.debug())
+		}
+	}
 }
 
 // awaitResponse waits for the agent's response to the editor's request id.
@@ -220,26 +235,12 @@ func (c *realClaude) awaitResult(id string) json.RawMessage {
 
 // awaitRequest waits for a request from the agent with method and returns
 // it as the editor got it.
-// It fails as soon as the turn ends without one.
 func (c *realClaude) awaitRequest(method string) string {
 	c.t.Helper()
 	want, _ := json.Marshal(method)
-	deadline := time.Now().Add(c.wait)
-	for {
-		line, err := c.out.take(100*time.Millisecond, func(b []byte) bool {
-			var m rpcLine
-			return json.Unmarshal(b, &m) == nil && m["id"] != nil && string(m["method"]) == string(want)
-		})
-		if err == nil {
-			return string(line)
-		}
-		if c.turnEnded() {
-			c.t.Fatalf("the turn ended and the editor got no %s (did the agent decide by itself?)\n%s", method, c.debug())
-		}
-		if err != errTimeout || time.Now().After(deadline) {
-			c.t.Fatalf("editor: waiting for %s: %v\n%s", method, err, c.debug())
-		}
-	}
+	return c.awaitLine(method, func(m rpcLine) bool {
+		return m["id"] != nil && string(m["method"]) == string(want)
+	})
 }
 
 // turnEnd returns the line that ended the prompt turn, if the editor has
