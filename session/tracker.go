@@ -414,7 +414,9 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		if json.Unmarshal(t.agent.ProtocolVersion, &version) == nil && version >= 2 {
 			// ACP v2 calls it info: without it a v2 agent is one the
 			// broker does not know, and its blind mode is kept.
-			t.agent.AgentInfo, _ = fieldCopy(m.Result, "info")
+			if info, ok := fieldCopy(m.Result, "info"); ok {
+				t.agent.AgentInfo = info
+			}
 		}
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
