@@ -441,6 +441,14 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 		}
 		t.agent.AgentCapabilities, _ = fieldCopy(m.Result, "agentCapabilities")
 		t.agent.AgentInfo, _ = fieldCopy(m.Result, "agentInfo")
+		var version float64
+		if json.Unmarshal(t.agent.ProtocolVersion, &version) == nil && version >= 2 {
+			// ACP v2 calls it info: without it a v2 agent is one the
+			// broker does not know, and its blind mode is kept.
+			if info, ok := fieldCopy(m.Result, "info"); ok {
+				t.agent.AgentInfo = info
+			}
+		}
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
 			t.endChildren(id)
