@@ -683,6 +683,18 @@ func TestDecideCodex(t *testing.T) {
 			answer: answer(`"req-6"`, "abort"),
 		},
 		{
+			// A shell is seen through only where the system keeps its
+			// shells: ./bash is whatever the agent put there.
+			name:   "shell_of_the_agents_own_asked",
+			req:    permission(`"req-12"`, `{"toolCallId":"call_12","title":"git status","kind":"execute","status":"pending","rawInput":{"command":["./bash","-lc","git status"],"cwd":"$CWD"}}`, codexOptions),
+			answer: answer(`"req-12"`, "denied"),
+		},
+		{
+			name:   "shell_in_tmp_asked",
+			req:    permission(`"req-13"`, `{"toolCallId":"call_13","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"/tmp/x/sh -c 'git status'","cwd":"$CWD"}}`, codexOptions),
+			answer: answer(`"req-13"`, "denied"),
+		},
+		{
 			name:   "plain_argv_without_shell_denied",
 			req:    permission(`"req-7"`, `{"toolCallId":"call_7","title":"pip install requests","kind":"execute","rawInput":{"command":["pip","install","requests"],"cwd":"$CWD"}}`, codexOptions),
 			option: "denied",

@@ -34,6 +34,9 @@ command = ["git push --force *", "git push -f *", "rm -rf *"]
 // innocent are the harmless requests the rules allow.
 var innocent = []string{
 	cmdCall("git status"),
+	shellAttack(`/bin/bash -lc "git status"`),
+	shellAttack(`/usr/bin/sh -c "ls -la"`),
+	shellAttack(`bash -c "git status"`),
 	cmdCall("git diff --stat"),
 	cmdCall("ls -la"),
 	cmdCall("echo hello world"),
@@ -134,6 +137,16 @@ func TestAttacksAreNeverAllowed(t *testing.T) {
 		{"variable program", shellAttack("$GIT status"), false},
 		{"glob program", shellAttack("*/git status"), false},
 		{"deny through a program path", shellAttack("/usr/bin/git push --force origin"), true},
+		// A shell by name only: whatever sits at that path runs, and need
+		// not run its script as a shell would.
+		{"relative shell", shellAttack(`./bash -c "git status"`), false},
+		{"shell in a temporary directory", shellAttack(`/tmp/evil/bash -lc "git status"`), false},
+		{"shell path climbing out of a system directory", shellAttack(`/usr/bin/../../tmp/sh -c "ls"`), false},
+		{"shell path not clean", shellAttack(`/usr//bin/bash -c "ls"`), false},
+		{"shell in the home directory", shellAttack(`~/bin/zsh -c "ls"`), false},
+		{"shell through sudo", shellAttack(`sudo ./sh -c "git status"`), false},
+		{"shell through env", shellAttack(`env /tmp/dash -c "git status"`), false},
+		{"deny through a shell of its own", shellAttack(`./bash -c "git push --force origin main"`), true},
 		{"deny through an escaped program", shellAttack(`\git push --force origin`), true},
 		{"deny through quote splicing", shellAttack(`g""it push -f origin`), true},
 		{"deny through brace expansion", shellAttack("git pu{sh,ll} --force origin"), true},

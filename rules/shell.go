@@ -11,6 +11,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1062,6 +1063,12 @@ func (r *commandReader) shell(cmd SimpleCommand, prefix wrapperPrefix, shell she
 	name := programBase(argv[0])
 	invocation := readShellOptions(argv[1:])
 	switch {
+	case !systemProgram(argv[0]):
+		// ./bash or /tmp/x/bash is whatever program was put there, which
+		// need not run its -c script as a shell would: it is no shell the
+		// rules can see through, though what its script names still meets
+		// the deny rules.
+		reasons = append(reasons, argv[0]+" is not a shell from a system directory")
 	case hereDoc:
 		reasons = append(reasons, "here-document into "+name)
 	case invocation.problem != "":
@@ -1481,6 +1488,25 @@ func readBusyboxOptions(args []string) wrapperOptions {
 		return wrapperOptions{command: -1}
 	}
 	return wrapperOptions{command: 0}
+}
+
+// systemDirectories hold the programs the system installed, which only an
+// administrator can replace: a shell found there is the shell its name says.
+var systemDirectories = []string{
+	"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+	"/opt/homebrew/bin", "/run/current-system/sw/bin",
+}
+
+// systemProgram reports whether a program is looked up on PATH (a bare name,
+// which the agent's environment resolves) or named by its clean path in a
+// system directory.
+func systemProgram(program string) bool {
+	program = strings.TrimLeft(program, "=")
+	if !strings.Contains(program, "/") {
+		return true
+	}
+	dir, _ := filepath.Split(program)
+	return filepath.Clean(program) == program && slices.Contains(systemDirectories, filepath.Clean(dir))
 }
 
 // programBase is a program's name without its directory: /usr/bin/git and ./git are git.
