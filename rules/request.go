@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/acp-broker/acp-broker/internal/shellwrap"
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
@@ -424,8 +425,12 @@ func (r *Request) readCommand(input map[string]json.RawMessage) {
 
 // looksLikeOtherCommand reports whether a title that differs from the
 // command names a different command (rather than describing this one, as in
-// "Run `git status`").
+// "Run `git status`", or being the script of a command that only starts a
+// shell on it, as codex-acp 2.6 titles `/bin/bash -lc 'git status'`).
 func looksLikeOtherCommand(title, command string) bool {
+	if script, ok := shellwrap.StringScript(command); ok && script == title {
+		return false
+	}
 	return !strings.Contains(title, command)
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acp-broker/acp-broker/internal/shellwrap"
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
@@ -185,7 +186,8 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 // agrees reports whether a request's value repeats an announced one: the
 // same JSON value, or, for an object (rawInput), one that repeats every
 // announced member with the same value and may add others (agents add a
-// reason or a description when they ask).
+// reason or a description when they ask). A command agrees with a shell
+// started on exactly it (see sameCommand).
 func agrees(announced, asked json.RawMessage) bool {
 	if canonical(announced) == canonical(asked) {
 		return true
@@ -199,11 +201,43 @@ func agrees(announced, asked json.RawMessage) bool {
 		if isNull(v) {
 			continue
 		}
-		if w, ok := is[k]; !ok || canonical(v) != canonical(w) {
+		if w, ok := is[k]; !ok || (canonical(v) != canonical(w) && !(k == "command" && sameCommand(v, w))) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameCommand reports whether one command only starts a shell, -c or -lc,
+// on exactly the other (`/bin/bash -lc 'git status'` and "git status"):
+// codex-acp 2.6 announces a started command with its shell and asks about
+// it with the shell stripped.
+func sameCommand(a, b json.RawMessage) bool {
+	return shellwrap.Wraps(a, b) || shellwrap.Wraps(b, a)
+}
+
+// judgedInput is the rawInput a request is judged on when its command is
+// the script of the shell command the agent announced: the request's, with
+// the announced command, which is what runs (in its shell's dialect); nil
+// when the request's rawInput stands as it is.
+func judgedInput(announced, asked json.RawMessage) json.RawMessage {
+	was, err1 := jsonrpc.Members(announced)
+	is, err2 := jsonrpc.Members(asked)
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	wrapper, command := was["command"], is["command"]
+	if wrapper == nil || command == nil || !shellwrap.Wraps(wrapper, command) {
+		return nil
+	}
+	is["command"] = wrapper
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(is) != nil {
+		return nil
+	}
+	return bytes.TrimSpace(out.Bytes())
 }
 
 // toolName is the tool's name as the rules read it: the newer "name" field,
@@ -703,6 +737,9 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 		// one leaves out.
 		view.Fields = maps.Clone(tc.announced)
 		view.merge(fields)
+		if input := judgedInput(tc.announced["rawInput"], fields["rawInput"]); input != nil {
+			view.Fields["rawInput"] = input
+		}
 	}
 	view.Disagreements = disagreements
 	if len(disagreements) > 0 {

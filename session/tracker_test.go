@@ -288,3 +288,21 @@ func TestTrackerRemembersWhatItForgot(t *testing.T) {
 		t.Error("after forgetting more than it can remember, a request about an untracked tool call is taken for a new one")
 	}
 }
+
+// TestTrackerJudgesTheAnnouncedShell: a request whose command is the script
+// of the shell command announced for it agrees, and its view keeps the
+// announced command (what runs) with the request's other members.
+func TestTrackerJudgesTheAnnouncedShell(t *testing.T) {
+	tr := newTracker()
+	tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","kind":"execute","rawInput":{"command":"/bin/zsh -lc 'git status && ls'","cwd":"/repo"}}`), false)
+	got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"git status && ls","cwd":"/repo","reason":"look"}}`), true)
+	if len(got.Disagreements) != 0 {
+		t.Fatalf("disagreements: %v", got.Disagreements)
+	}
+	if want := `{"command":"/bin/zsh -lc 'git status && ls'","cwd":"/repo","reason":"look"}`; string(got.Fields["rawInput"]) != want {
+		t.Fatalf("judged rawInput = %s, want %s", got.Fields["rawInput"], want)
+	}
+	if got := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1","rawInput":{"command":"git status","cwd":"/repo"}}`), true); len(got.Disagreements) == 0 {
+		t.Fatal("a request with less than the announced script agreed")
+	}
+}
