@@ -80,6 +80,9 @@ func TestCodexStartedCommandAgreesWithItsShell(t *testing.T) {
 		{"other_shell_option", `/bin/bash -ic 'git status'`, "git status", ""},
 		{"unread_shell", `/usr/bin/fish -c 'git status'`, "git status", ""},
 		{"interpreter", `python3 -c 'git status'`, "git status", ""},
+		// A shell of the agent's own is whatever was put there.
+		{"shell_at_a_path_of_its_own", `/tmp/evil/bash -lc 'git status'`, "git status", ""},
+		{"relative_shell", []string{"./bash", "-lc", "git status"}, "git status", ""},
 		{"not_a_shell", `git status`, "git  status", ""},
 		// The announced shell's reading counts: sh does not read $'…'
 		// (bash reads $'\x67it' as git), so the request is asked.
