@@ -177,7 +177,7 @@ func TestAlwaysFromAChannelIsRemembered(t *testing.T) {
 	script := execChannel(t, dir, `echo '{"decision":"allow_always"}'`)
 	s, brokerDir := channelBroker(t, channelCfg("channels", "", script))
 	s.AgentSend(testPermission(2, "make build"))
-	s.AgentExpect(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	s.AgentExpect(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	s.AgentSend(testPermission(3, "make build"))
 	s.AgentExpect(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","method":"_test/marker"}`)

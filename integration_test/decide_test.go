@@ -285,8 +285,8 @@ func (d *decider) decided(req, optionID string) {
 }
 
 // asked requires the (expanded) request to reach the editor unchanged, and
-// the editor's answer to reach the agent unchanged; and the dry run to ask
-// too (see explainAgrees).
+// the editor's answer to reach the agent unchanged, or as agentGets says
+// for an "always"; and the dry run to ask too (see explainAgrees).
 func (d *decider) asked(req, answer string) {
 	d.t.Helper()
 	req = d.expand(req)
@@ -304,7 +304,8 @@ func (d *decider) asked(req, answer string) {
 	d.explainAgrees(req, before, "ask", "")
 	// Had the broker also answered the agent, that answer would be the
 	// agent's next line instead of the editor's.
-	d.EditorToAgent(answer)
+	d.EditorSend(answer)
+	d.AgentExpect(agentGets(d.t, req, answer))
 }
 
 // explainArgs are the flags of `acp-broker rules explain` that load the
@@ -760,10 +761,13 @@ func TestDecideGemini(t *testing.T) {
 }
 
 // TestDecideMissingOptionKind: a decision whose option kind the request does
-// not offer goes to the human; a deny falls back to reject_always.
+// not offer goes to the human; a deny falls back to reject_always. (The
+// human's allow_always, with no allow_once to send instead, reaches the
+// agent as chosen, with a warning: see TestAlwaysWithoutAOnceOption.)
 func TestDecideMissingOptionKind(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{rules: decideRules})
+	d.noisy = true
 	d.play(t, []decideCase{
 		{
 			name: "allowed_without_allow_once_asked",
