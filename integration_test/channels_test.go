@@ -186,6 +186,10 @@ func TestAlwaysFromAChannelIsRemembered(t *testing.T) {
 	if !strings.Contains(audit, `"remembered":"r`) || !strings.Contains(audit, `"source":"remembered"`) {
 		t.Fatalf("audit = %s", audit)
 	}
+	// The channel's always was sent to the agent as its once-option.
+	if !strings.Contains(audit, `"option":"allow-once","option_kind":"allow_once","chosen":"allow-always","chosen_kind":"allow_always"`) {
+		t.Fatalf("the audit line does not say the channel chose allow-always and the agent was sent allow-once: %s", audit)
+	}
 }
 
 func TestAnswerFromAnotherTerminal(t *testing.T) {
