@@ -289,6 +289,12 @@ func (d *decider) decided(req, optionID string) {
 // for an "always"; and the dry run to ask too (see explainAgrees).
 func (d *decider) asked(req, answer string) {
 	d.t.Helper()
+	d.askedThen(req, answer, agentGets(d.t, d.expand(req), answer))
+}
+
+// askedThen is asked, with the agent's answer given: sent.
+func (d *decider) askedThen(req, answer, sent string) {
+	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
 	before := d.sentSoFar()
@@ -305,7 +311,7 @@ func (d *decider) asked(req, answer string) {
 	// Had the broker also answered the agent, that answer would be the
 	// agent's next line instead of the editor's.
 	d.EditorSend(answer)
-	d.AgentExpect(agentGets(d.t, req, answer))
+	d.AgentExpect(sent)
 }
 
 // explainArgs are the flags of `acp-broker rules explain` that load the
@@ -485,6 +491,11 @@ type decideCase struct {
 	req    string
 	option string
 	answer string
+	// asIs says that the editor's answer reaches the agent unchanged
+	// where agentGets, which reads the request alone, would expect its
+	// once-option (a switch_mode request whose kind only an earlier
+	// tool_call names).
+	asIs bool
 }
 
 func (d *decider) play(t *testing.T, cases []decideCase) {
@@ -494,9 +505,12 @@ func (d *decider) play(t *testing.T, cases []decideCase) {
 			for _, n := range c.before {
 				d.AgentToEditor(d.expand(n))
 			}
-			if c.option != "" {
+			switch {
+			case c.option != "":
 				d.decided(c.req, c.option)
-			} else {
+			case c.asIs:
+				d.askedThen(c.req, c.answer, c.answer)
+			default:
 				d.asked(c.req, c.answer)
 			}
 		})

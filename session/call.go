@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -275,6 +276,7 @@ func (c *Call) editorAnswered(m *jsonrpc.Message) {
 	}
 	c.cancel(nil)
 	if replaced != "" {
+		c.b.trace.record("editor->broker", m.Raw, "the agent is answered with the option "+strconv.Quote(replaced)+" in its place")
 		frame, err := jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "selected", OptionID: replaced}})
 		if err != nil {
 			// Never the editor's answer in its place: it is the one the
