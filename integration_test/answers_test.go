@@ -383,7 +383,7 @@ func TestReusedID(t *testing.T) {
 		s, dir := channelBroker(t, "")
 		alias := reuse(t, s, dir)
 		s.EditorSend(answerTo(alias, "allow-always"))
-		s.AgentExpect(allowAlways)
+		s.AgentExpect(strings.Replace(allowAlways, "allow-always", "allow-once", 1))
 		noMoreForTheAgent(t, s)
 		s.Finish()
 	})

@@ -177,7 +177,7 @@ func TestAlwaysFromAChannelIsRemembered(t *testing.T) {
 	script := execChannel(t, dir, `echo '{"decision":"allow_always"}'`)
 	s, brokerDir := channelBroker(t, channelCfg("channels", "", script))
 	s.AgentSend(testPermission(2, "make build"))
-	s.AgentExpect(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	s.AgentExpect(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	s.AgentSend(testPermission(3, "make build"))
 	s.AgentExpect(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	s.AgentToEditor(`{"jsonrpc":"2.0","method":"_test/marker"}`)
@@ -185,6 +185,10 @@ func TestAlwaysFromAChannelIsRemembered(t *testing.T) {
 	audit := waitFile(t, filepath.Join(brokerDir, "audit.jsonl"))
 	if !strings.Contains(audit, `"remembered":"r`) || !strings.Contains(audit, `"source":"remembered"`) {
 		t.Fatalf("audit = %s", audit)
+	}
+	// The channel's always was sent to the agent as its once-option.
+	if !strings.Contains(audit, `"option":"allow-once","option_kind":"allow_once","chosen":"allow-always","chosen_kind":"allow_always"`) {
+		t.Fatalf("the audit line does not say the channel chose allow-always and the agent was sent allow-once: %s", audit)
 	}
 }
 

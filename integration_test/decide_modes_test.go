@@ -137,6 +137,7 @@ kind = "switch_mode"
 					`"toolCallId":"toolu_p2","title":"Ready to code?","kind":"switch_mode","status":"pending","rawInput":{"plan":"1. do it"},"_meta":{"claudeCode":{"toolName":"ExitPlanMode"}}`)},
 				req:    permission(`2`, `{"toolCallId":"toolu_p2","title":"Ready to code?"}`, switchModeOptions),
 				answer: answer(`2`, "acceptEdits"),
+				asIs:   true, // a switch_mode request: the mode chosen is the answer
 			},
 		}
 	}

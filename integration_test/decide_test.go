@@ -285,9 +285,15 @@ func (d *decider) decided(req, optionID string) {
 }
 
 // asked requires the (expanded) request to reach the editor unchanged, and
-// the editor's answer to reach the agent unchanged; and the dry run to ask
-// too (see explainAgrees).
+// the editor's answer to reach the agent unchanged, or as agentGets says
+// for an "always"; and the dry run to ask too (see explainAgrees).
 func (d *decider) asked(req, answer string) {
+	d.t.Helper()
+	d.askedThen(req, answer, agentGets(d.t, d.expand(req), answer))
+}
+
+// askedThen is asked, with the agent's answer given: sent.
+func (d *decider) askedThen(req, answer, sent string) {
 	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
@@ -304,7 +310,8 @@ func (d *decider) asked(req, answer string) {
 	d.explainAgrees(req, before, "ask", "")
 	// Had the broker also answered the agent, that answer would be the
 	// agent's next line instead of the editor's.
-	d.EditorToAgent(answer)
+	d.EditorSend(answer)
+	d.AgentExpect(sent)
 }
 
 // explainArgs are the flags of `acp-broker rules explain` that load the
@@ -484,6 +491,11 @@ type decideCase struct {
 	req    string
 	option string
 	answer string
+	// asIs says that the editor's answer reaches the agent unchanged
+	// where agentGets, which reads the request alone, would expect its
+	// once-option (a switch_mode request whose kind only an earlier
+	// tool_call names).
+	asIs bool
 }
 
 func (d *decider) play(t *testing.T, cases []decideCase) {
@@ -493,9 +505,12 @@ func (d *decider) play(t *testing.T, cases []decideCase) {
 			for _, n := range c.before {
 				d.AgentToEditor(d.expand(n))
 			}
-			if c.option != "" {
+			switch {
+			case c.option != "":
 				d.decided(c.req, c.option)
-			} else {
+			case c.asIs:
+				d.askedThen(c.req, c.answer, c.answer)
+			default:
 				d.asked(c.req, c.answer)
 			}
 		})
@@ -772,10 +787,13 @@ func TestDecideGemini(t *testing.T) {
 }
 
 // TestDecideMissingOptionKind: a decision whose option kind the request does
-// not offer goes to the human; a deny falls back to reject_always.
+// not offer goes to the human; a deny falls back to reject_always. (The
+// human's allow_always, with no allow_once to send instead, reaches the
+// agent as chosen, with a warning: see TestAlwaysWithoutAOnceOption.)
 func TestDecideMissingOptionKind(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{rules: decideRules})
+	d.noisy = true
 	d.play(t, []decideCase{
 		{
 			name: "allowed_without_allow_once_asked",

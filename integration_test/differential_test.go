@@ -276,7 +276,8 @@ func runDifferential(t *testing.T, d *decider, trace string, corpus []diffReques
 				// Explain what came before the answer is remembered.
 				pending = append(pending, o)
 				flush()
-				d.EditorToAgent(answer(id, "allow_always"))
+				d.EditorSend(answer(id, "allow_always"))
+				d.AgentExpect(agentGets(t, req, answer(id, "allow_always")))
 				outcomes = append(outcomes, o)
 				continue
 			}

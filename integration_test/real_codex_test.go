@@ -1078,3 +1078,63 @@ func TestRealCodexSubagentCancelledWithParent(t *testing.T) {
 		t.Errorf("answers to the subagent's request %q, want %q", got, want)
 	}
 }
+
+// TestRealCodexAmendmentKeepsDeniedCommandsInSight: the human answers an
+// escalated `touch` with accept_execpolicy_amendment, Codex's "don't ask
+// again for commands that start with `touch`". Relayed, it made Codex write
+// prefix_rule(pattern=["touch"], decision="allow") to its rules file for
+// good, and a later `touch codex-denied.txt`, which a deny rule matches, ran
+// without a request. The broker sends allow_once instead: Codex writes no
+// rule, asks about the denied command, and the broker refuses it.
+func TestRealCodexAmendmentKeepsDeniedCommandsInSight(t *testing.T) {
+	t.Parallel()
+	asked := codexEscalation("touch codex-asked.txt")
+	asked["prefix_rule"] = []string{"touch"}
+	args, err := json.Marshal(asked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCodex(t, map[string]responsesapi.Turn{
+		"make the asked marker":  codexTurn(responsesapi.Call{ID: "call_asked", Name: "exec", Input: fmt.Sprintf("const r = await tools.exec_command(%s);\ntext(JSON.stringify(r));\n", args)}),
+		"make the denied marker": codexTurn(codeModeExec("call_denied", "touch codex-denied.txt")),
+	})
+	p := c.prompt("make the asked marker")
+	req := c.askedOrEnded(p, "call_asked", "codex-asked.txt")
+	c.requireCodexCommandRequest(req, "touch codex-asked.txt")
+	if !strings.Contains(string(req["params"]), "start with `touch`") {
+		t.Fatalf("Codex did not propose the prefix rule `touch`: %s", req["params"])
+	}
+	c.answer(req, `{"outcome":{"outcome":"selected","optionId":"accept_execpolicy_amendment"}}`)
+	if got := c.stopReason(p); got != "end_turn" {
+		t.Errorf("stopReason %q after the editor allowed, want end_turn", got)
+	}
+	if !c.exists("codex-asked.txt") {
+		t.Errorf("the command the editor allowed did not run\n%s", c.s.debug())
+	}
+	if got, want := c.answersToAgent(req["id"]), []string{"broker->agent selected allow_once"}; !slices.Equal(got, want) {
+		t.Errorf("answers to the agent %q, want %q", got, want)
+	}
+	rulesFile := filepath.Join(filepath.Dir(c.dir), "home", ".codex", "rules", "default.rules")
+	if data, err := os.ReadFile(rulesFile); err == nil && strings.Contains(string(data), "prefix_rule") {
+		t.Errorf("Codex wrote a rule of its own:\n%s", data)
+	}
+
+	if got := c.stopReason(c.prompt("make the denied marker")); got != "cancelled" {
+		t.Errorf("stopReason %q for the denied command, want cancelled (the broker's cancel)", got)
+	}
+	if c.exists("codex-denied.txt") {
+		t.Errorf("the denied command ran")
+	}
+	reqs := c.agentRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("the agent sent %d permission requests, want 2 (it stopped asking about touch)", len(reqs))
+	}
+	c.requireCodexCommandRequest(reqs[1], "touch codex-denied.txt")
+	if got, want := c.answersToAgent(reqs[1]["id"]), []string{"broker->agent selected cancel"}; !slices.Equal(got, want) {
+		t.Errorf("answers to the agent's second request %q, want %q", got, want)
+	}
+	if asked := c.editorAsked(); len(asked) != 1 {
+		t.Errorf("the editor was asked %d times, want once", len(asked))
+	}
+	c.finish()
+}

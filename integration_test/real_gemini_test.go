@@ -435,12 +435,13 @@ func (g *geminiRun) explainAgrees() {
 			Decision   string `json:"decision"`
 			Asked      string `json:"asked"`
 			OptionKind string `json:"option_kind"`
+			ChosenKind string `json:"chosen_kind"` // an always sent as once
 		}
 		if json.Unmarshal([]byte(line), &a) != nil || a.Method != "session/request_permission" {
 			continue
 		}
 		switch {
-		case strings.HasSuffix(a.OptionKind, "_always"):
+		case strings.HasSuffix(a.OptionKind, "_always") || strings.HasSuffix(a.ChosenKind, "_always"):
 			live[a.ToolCallID] = "" // remembered, see above
 		case a.Asked != "":
 			live[a.ToolCallID] = "ask"
@@ -766,24 +767,33 @@ func TestRealGeminiAsked(t *testing.T) {
 		t.Errorf("the command ran in %s", scratch)
 	}
 
-	// "Allow for this session" (proceed_always, allow_always) reaches
-	// gemini-cli unchanged, and the broker remembers it (for the project,
-	// the default): gemini-cli asks again in a new session, and the
-	// broker answers from the remembered answer with proceed_once.
+	// "Allow for this session" (proceed_always, allow_always): the broker
+	// remembers it (for the project, the default) and answers gemini-cli
+	// with proceed_once, so gemini-cli does not remember it itself: it asks
+	// again in the same session, and the broker answers from the
+	// remembered answer; in a new session too.
 	tr = g.run("touch gemini-always.txt", geminiAnswer("allow_always"))
 	g.ran(tr, "gemini-always.txt")
 	if len(tr.asked) != 1 {
 		t.Fatalf("the editor was asked %d times, want once", len(tr.asked))
 	}
-	g.relayed(tr.asked[0], "proceed_always")
-	if err := os.Remove(filepath.Join(g.project, "gemini-always.txt")); err != nil {
-		t.Fatal(err)
+	g.answeredBy(tr.asked[0].ID, `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
+	for _, newSession := range []bool{false, true} {
+		if err := os.Remove(filepath.Join(g.project, "gemini-always.txt")); err != nil {
+			t.Fatal(err)
+		}
+		if newSession {
+			g.openSession()
+		}
+		before := len(g.permissionRequests())
+		tr = g.run("touch gemini-always.txt", geminiNeverAsked)
+		g.ran(tr, "gemini-always.txt")
+		reqs := g.permissionRequests()
+		if len(reqs) != before+1 {
+			t.Fatalf("gemini-cli sent %d permission requests for the command again (new session: %v), want 1: it remembered the answer itself", len(reqs)-before, newSession)
+		}
+		g.answeredBy(geminiRequestID(t, reqs[len(reqs)-1]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
 	}
-	g.openSession()
-	tr = g.run("touch gemini-always.txt", geminiNeverAsked)
-	g.ran(tr, "gemini-always.txt")
-	reqs := g.permissionRequests()
-	g.answeredBy(geminiRequestID(t, reqs[len(reqs)-1]), `{"outcome":{"outcome":"selected","optionId":"proceed_once"}}`)
 	g.finish()
 }
 

@@ -194,14 +194,16 @@ func TestAlwaysAfterAnUpdateRemembersNothing(t *testing.T) {
 	d.noisy = true // the warning below
 	d.forwarded(permission("1", execCall("changed", "git status --short"), claudeOptions))
 	d.AgentToEditor(toolCallUpdate("tool_call_update", `"toolCallId":"changed","title":"git push --force origin main","rawInput":{"command":"git push --force origin main"}`))
-	d.EditorToAgent(answer("1", "allow_always"))
+	d.EditorSend(answer("1", "allow_always"))
+	d.AgentExpect(answer("1", "allow"))
 	d.asked(permission("2", execCall("t2", "git push --force origin main"), claudeOptions), answer("2", "reject"))
 	d.asked(permission("3", execCall("t3", "git status --short"), claudeOptions), answer("3", "reject"))
 
 	// The same with an update that only changes the status: remembered.
 	d.forwarded(permission("4", execCall("status-only", "git log --oneline"), claudeOptions))
 	d.AgentToEditor(toolCallUpdate("tool_call_update", `"toolCallId":"status-only","status":"pending"`))
-	d.EditorToAgent(answer("4", "allow_always"))
+	d.EditorSend(answer("4", "allow_always"))
+	d.AgentExpect(answer("4", "allow"))
 	d.decided(permission("5", execCall("t5", "git log -p"), claudeOptions), "allow")
 	d.finish()
 

@@ -24,6 +24,10 @@ func rememberSession(t *testing.T, state, project string, extra ...string) *sess
 	return s
 }
 
+// onceAnswer is what the agent gets for request 2 when the human answers
+// it allow-always: its allow-once (the broker remembers the always).
+const onceAnswer = `{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`
+
 func testPermission(id int, command string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t%d","kind":"execute","title":%q,"rawInput":{"command":%q}},"options":[{"optionId":"allow-once","name":"Allow","kind":"allow_once"},{"optionId":"allow-always","name":"Always allow","kind":"allow_always"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`, id, id, command, command)
 }
@@ -52,7 +56,9 @@ func TestAlwaysIsRememberedAcrossBrokers(t *testing.T) {
 	ask := testPermission(2, "npm run test -- --watch")
 	first.AgentToEditor(ask)
 	always := `{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`
-	first.EditorToAgent(always) // the human's choice reaches the agent unchanged
+	first.EditorSend(always)
+	// The agent is answered for this request only: the broker remembers.
+	first.AgentExpect(onceAnswer)
 	first.Finish()
 
 	second := rememberSession(t, state, project)
@@ -101,9 +107,11 @@ func TestRememberedAllowDoesNotOverrideWrittenRules(t *testing.T) {
 	}
 	first := rememberSession(t, state, project, "--config", deny)
 	first.AgentToEditor(testPermission(2, "make deploy prod"))
-	first.EditorToAgent(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	first.EditorSend(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	first.AgentExpect(onceAnswer)
 	first.AgentToEditor(testPermission(3, "git push origin main"))
-	first.EditorToAgent(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	first.EditorSend(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	first.AgentExpect(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 	// Remembered "make deploy *" stands below the project's ask: still asked.
 	first.AgentToEditor(testPermission(4, "make deploy staging"))
 	first.EditorToAgent(`{"jsonrpc":"2.0","id":4,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
@@ -137,7 +145,7 @@ func TestTwentyBrokersRememberAtOnce(t *testing.T) {
 		s.EditorSend(always)
 	}
 	for _, s := range sessions {
-		s.AgentExpect(always)
+		s.AgentExpect(onceAnswer)
 	}
 	for _, s := range sessions {
 		for j := range n {
@@ -166,7 +174,8 @@ func TestRevokeReachesARunningBroker(t *testing.T) {
 	project := t.TempDir()
 	s := rememberSession(t, state, project)
 	s.AgentToEditor(testPermission(2, "cargo test --release"))
-	s.EditorToAgent(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	s.EditorSend(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"allow-always"}}}`)
+	s.AgentExpect(onceAnswer)
 	s.AgentSend(testPermission(3, "cargo test --doc"))
 	s.AgentExpect(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)
 

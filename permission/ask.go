@@ -48,10 +48,11 @@ type Channel struct {
 type held interface {
 	// Context ends once the request is answered or can no longer be.
 	Context() context.Context
-	// Forward puts the request to the editor; onAnswer sees the editor's
-	// answer if it is the first. It reports false if already forwarded or
-	// answered.
-	Forward(onAnswer func(answer *jsonrpc.Message)) bool
+	// ForwardAnswering puts the request to the editor; onAnswer sees the
+	// editor's answer if it is the first, and an optionId it returns is
+	// what the agent is answered with instead. It reports false if already
+	// forwarded or answered.
+	ForwardAnswering(onAnswer func(answer *jsonrpc.Message) (optionID string)) bool
 	SelectOptionAs(optionID string, won func()) bool
 	RespondCancelledAs(won func()) bool
 	SessionCancelled() <-chan struct{}
@@ -89,10 +90,35 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			if by == "" {
 				by = r.Source
 			}
-			chosen, _ := optionByID(params.Options, r.Option)
+			id := r.Option
+			if r.Chosen != "" {
+				id = r.Chosen
+			}
+			chosen, _ := optionByID(params.Options, id)
 			r.Remembered = remember(chosen, by)
 		}
 		answered <- r
+	}
+
+	// answerAs is the option the agent gets for the one a human chose (see
+	// sentFor), with the record saying both. The broker's own prompts are
+	// never relayed: the broker acts on the chosen option itself.
+	_, own := c.(*heldPrompt)
+	answerAs := func(r *Record) string {
+		chosen, ok := optionByID(params.Options, r.Option)
+		if own || !ok {
+			return r.Option
+		}
+		sent, agentRemembers := sentFor(params.Options, chosen, req.Kind)
+		if agentRemembers != "" {
+			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", chosen.OptionID, "why", agentRemembers)
+			r.AgentRemembers = agentRemembers
+		}
+		if sent.OptionID != chosen.OptionID {
+			r.Chosen, r.ChosenKd = chosen.OptionID, chosen.Kind
+			r.Option, r.OptionKd = sent.OptionID, sent.Kind
+		}
+		return r.Option
 	}
 
 	prompt := e.prompt(a, c, params, req, reason)
@@ -100,22 +126,25 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	// forwardedAt is when the editor was given the request: an answer
 	// sooner than a person can give is warned about (editorAnswered).
 	var forwardedAt atomic.Int64
-	var editorAnswered func(answer *jsonrpc.Message)
+	var editorAnswered func(answer *jsonrpc.Message) string
 	forward := func() bool {
 		forwardedAt.Store(time.Now().UnixNano())
-		return c.Forward(editorAnswered)
+		return c.ForwardAnswering(editorAnswered)
 	}
-	editorAnswered = func(answer *jsonrpc.Message) {
+	editorAnswered = func(answer *jsonrpc.Message) string {
 		took := time.Duration(time.Now().UnixNano() - forwardedAt.Load())
 		r := rec
 		r.Decision = "answered"
-		kind := ""
+		kind, replace := "", ""
 		if answer.Error != nil {
 			r.Decision = "error"
 		} else if outcome, optionID := readOutcome(answer); outcome != "" {
 			r.Decision, r.Option = outcome, optionID
 			if o, ok := optionByID(params.Options, optionID); ok && outcome == "selected" {
 				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
+				if sent := answerAs(&r); sent != optionID {
+					replace = sent
+				}
 			}
 		}
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
@@ -123,6 +152,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		if kind != "" {
 			e.editorAnswered(c.SessionID(), took)
 		}
+		return replace
 	}
 	if toEditor {
 		forward()
@@ -135,7 +165,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 		var asked sync.WaitGroup
 		for _, ch := range a.Channels {
-			asked.Go(func() { e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, win) })
+			asked.Go(func() { e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, answerAs, win) })
 		}
 		if !toEditor {
 			// When every channel gave up without an answer, a human must
@@ -159,7 +189,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			refused = append(refused, "local: "+why)
 			refusedMu.Unlock()
 		})
-		go e.askChannel(localCtx, withdraw, c, a.Local, 0, prompt, rec, win)
+		go e.askChannel(localCtx, withdraw, c, a.Local, 0, prompt, rec, answerAs, win)
 	}
 	switch {
 	case a.Route == "channels" || a.Route == "both":
@@ -266,7 +296,7 @@ func readOutcome(answer *jsonrpc.Message) (outcome, optionID string) {
 }
 
 // askChannel asks one channel and applies its answer if it is the first.
-func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c held, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, win func(Record, string)) {
+func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c held, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, answerAs func(*Record) string, win func(Record, string)) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -287,7 +317,7 @@ func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFun
 	r := rec
 	r.Decision, r.Source, r.Channel, r.Who = decisionOf(opt.Kind), "channel", ch.Name(), ans.Who
 	r.Option, r.OptionKd = opt.ID, opt.Kind
-	if !c.SelectOptionAs(opt.ID, func() {
+	if !c.SelectOptionAs(answerAs(&r), func() {
 		withdraw(&notify.Outcome{By: ch.Name(), Decision: decisionOf(opt.Kind)})
 		win(r, opt.Kind)
 	}) {

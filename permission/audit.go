@@ -37,11 +37,19 @@ type Record struct {
 	RuleID string `json:"rule_id,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Channel and Who say which channel answered, and who, where it knows.
-	Channel  string  `json:"channel,omitempty"`
-	Who      string  `json:"who,omitempty"`
-	Option   string  `json:"option,omitempty"`      // the optionId sent to the agent
-	OptionKd string  `json:"option_kind,omitempty"` // its kind
-	Latency  float64 `json:"latency_ms"`
+	Channel  string `json:"channel,omitempty"`
+	Who      string `json:"who,omitempty"`
+	Option   string `json:"option,omitempty"`      // the optionId sent to the agent
+	OptionKd string `json:"option_kind,omitempty"` // its kind
+	// Chosen and ChosenKd are the option a human chose when the agent was
+	// sent another: an "always" the broker remembers itself, answered as
+	// the request's once-option (Option).
+	Chosen   string `json:"chosen,omitempty"`
+	ChosenKd string `json:"chosen_kind,omitempty"`
+	// AgentRemembers says why an answer that reaches beyond the request was
+	// sent to the agent as chosen, which may then remember it itself.
+	AgentRemembers string  `json:"agent_remembers,omitempty"`
+	Latency        float64 `json:"latency_ms"`
 	// Always says, for a request put to a human with an allow_always
 	// option, what that answer would remember (each entry's matcher), or
 	// "nothing (why)".

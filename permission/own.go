@@ -121,9 +121,10 @@ func (h *heldPrompt) chosen() string {
 	return h.option
 }
 
-// Forward sends the broker's own permission request to the editor. The
-// request is withdrawn from the editor if someone else answers first.
-func (h *heldPrompt) Forward(onAnswer func(*jsonrpc.Message)) bool {
+// ForwardAnswering sends the broker's own permission request to the
+// editor. The request is withdrawn from the editor if someone else answers
+// first. No agent is answered, so what onAnswer returns is not used.
+func (h *heldPrompt) ForwardAnswering(onAnswer func(*jsonrpc.Message) string) bool {
 	h.mu.Lock()
 	if h.forwarded || h.answered {
 		h.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -61,9 +62,11 @@ type Call struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu       sync.Mutex
-	state    callState
-	onAnswer func(answer *jsonrpc.Message)
+	mu    sync.Mutex
+	state callState
+	// onAnswer sees the editor's answer; an optionId it returns is what
+	// the agent is answered with instead (see ForwardAnswering).
+	onAnswer func(answer *jsonrpc.Message) (optionID string)
 	// editorID is the id the editor was sent the request with: the agent's
 	// own, or one of the broker's when the agent's id is still shadowed by
 	// a withdrawn prompt of the same id (see Forward).
@@ -136,6 +139,18 @@ func (c *Call) Raw() []byte { return c.raw }
 // then goes to the editor as one of the broker's own, with a fresh id, and
 // the answer to that id goes to the agent under the agent's id.
 func (c *Call) Forward(onAnswer func(answer *jsonrpc.Message)) bool {
+	if onAnswer == nil {
+		return c.ForwardAnswering(nil)
+	}
+	return c.ForwardAnswering(func(m *jsonrpc.Message) string { onAnswer(m); return "" })
+}
+
+// ForwardAnswering is Forward for a session/request_permission whose
+// answer the broker may change: when onAnswer returns an optionId, the
+// agent is answered with that option selected in place of the editor's
+// answer (an "always" the human chose, which the broker remembers itself,
+// goes to the agent as the request's once-option).
+func (c *Call) ForwardAnswering(onAnswer func(answer *jsonrpc.Message) (optionID string)) bool {
 	b := c.b
 	b.mu.Lock()
 	c.mu.Lock()
@@ -255,10 +270,23 @@ func (c *Call) editorAnswered(m *jsonrpc.Message) {
 	c.mu.Unlock()
 	// onAnswer runs before the context ends, so whoever waits on the
 	// context has seen the answer.
+	replaced := ""
 	if onAnswer != nil {
-		onAnswer(m)
+		replaced = onAnswer(m)
 	}
 	c.cancel(nil)
+	if replaced != "" {
+		c.b.trace.record("editor->broker", m.Raw, "the agent is answered with the option "+strconv.Quote(replaced)+" in its place")
+		frame, err := jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "selected", OptionID: replaced}})
+		if err != nil {
+			// Never the editor's answer in its place: it is the one the
+			// broker meant not to send.
+			c.b.log.Error("cannot encode the broker's answer; the agent is answered with an error", "method", c.Method, "err", err)
+			frame = jsonrpc.NewError(c.ID, jsonrpc.CodeInternalError, "the broker could not encode its answer")
+		}
+		c.b.toAgent("broker->agent", frame)
+		return
+	}
 	frame := m.Raw
 	if jsonrpc.IDKey(c.editorID) != jsonrpc.IDKey(c.ID) {
 		frame = withID(m.Raw, c.ID)

@@ -52,6 +52,7 @@ func TestDemoBrokerDecides(t *testing.T) {
 		t.Errorf("the transcript does not say that call_4's answer was remembered as %s:\n%s", id, lines(editorSide))
 	}
 
+	always, once := alwaysAnswer(t, direct.Editor)
 	want := []struct {
 		from, to demo.Party
 		like     demo.Entry // the direct run's message: the same bytes for a request, the same JSON for an answer
@@ -61,6 +62,8 @@ func TestDemoBrokerDecides(t *testing.T) {
 		{demo.Broker, demo.Agent, decided[1], regexp.QuoteMeta("allowed by rule git-status: reading the repository's state is harmless")},
 		{demo.Agent, demo.Broker, decided[2], ""},
 		{demo.Broker, demo.Agent, decided[3], regexp.QuoteMeta("denied by rule no-force-push: force pushes rewrite shared history")},
+		{demo.Editor, demo.Broker, always, alwaysNote},
+		{demo.Broker, demo.Agent, once, ""},
 		{demo.Agent, demo.Broker, decided[4], ""},
 		{demo.Broker, demo.Agent, decided[5], rememberedNote(id)},
 	}
@@ -70,7 +73,7 @@ func TestDemoBrokerDecides(t *testing.T) {
 	for i, w := range want {
 		g := brokerSide[i]
 		same := bytes.Equal(g.Raw, w.like.Raw)
-		if w.from == demo.Broker {
+		if w.from != demo.Agent {
 			same = jsonEqual(g.Raw, w.like.Raw)
 		}
 		if g.From != w.from || g.To != w.to || !same || !regexp.MustCompile("^"+w.note+"$").MatchString(g.Note) {
@@ -100,16 +103,50 @@ func TestDemoBrokerWithoutRulesDecidesOnlyRemembered(t *testing.T) {
 	sameMessages(t, "the transcript's messages to and from the editor", wantEditor, editorSide)
 
 	id := rememberedAs(t, brokered, "call_4")
-	if len(brokerSide) != 2 || !bytes.Equal(brokerSide[0].Raw, decided[0].Raw) || !jsonEqual(brokerSide[1].Raw, decided[1].Raw) ||
-		!regexp.MustCompile("^"+rememberedNote(id)+"$").MatchString(brokerSide[1].Note) {
-		t.Errorf("the broker's own messages:\n%s\nwant call_5's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)
+	always, once := alwaysAnswer(t, direct.Editor)
+	if len(brokerSide) != 4 || !jsonEqual(brokerSide[0].Raw, always.Raw) || brokerSide[0].Note != alwaysNoteText || !jsonEqual(brokerSide[1].Raw, once.Raw) ||
+		!bytes.Equal(brokerSide[2].Raw, decided[0].Raw) || !jsonEqual(brokerSide[3].Raw, decided[1].Raw) ||
+		!regexp.MustCompile("^"+rememberedNote(id)+"$").MatchString(brokerSide[3].Note) {
+		t.Errorf("the broker's own messages:\n%s\nwant the editor's always to call_4 sent to the agent as once, then call_5's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)
 	}
+}
+
+// alwaysNote is the trace's note on the editor's "always" answer to call_4,
+// which the broker answers the agent with allow-once in place of.
+const alwaysNoteText = `the agent is answered with the option "allow-once" in its place`
+
+var alwaysNote = regexp.QuoteMeta(alwaysNoteText)
+
+// alwaysAnswer returns the editor's "always" answer in a direct run, and
+// the answer the broker sends the agent in its place: the same request's
+// allow-once.
+func alwaysAnswer(t *testing.T, entries []demo.Entry) (always, once demo.Entry) {
+	t.Helper()
+	for _, e := range entries {
+		if e.From == demo.Editor && strings.Contains(string(e.Raw), `"allow-always"`) {
+			once = e
+			once.From, once.Raw = demo.Broker, bytes.Replace(e.Raw, []byte(`"allow-always"`), []byte(`"allow-once"`), 1)
+			return e, once
+		}
+	}
+	t.Fatalf("the direct run has no \"always\" answer from the editor:\n%s", lines(entries))
+	return
 }
 
 // splitByBroker splits a brokered transcript into the messages to and from
 // the editor and those to and from the broker itself.
 func splitByBroker(entries []demo.Entry) (editorSide, brokerSide []demo.Entry) {
 	for _, e := range entries {
+		if e.From == demo.Editor && e.To == demo.Broker {
+			// The editor's answer the broker took to answer the agent in
+			// its place (an "always" sent as once): the editor sent it to
+			// the agent, and it is on both sides.
+			sent := e
+			sent.To, sent.Note = demo.Agent, ""
+			editorSide = append(editorSide, sent)
+			brokerSide = append(brokerSide, e)
+			continue
+		}
 		if e.From == demo.Broker || e.To == demo.Broker {
 			brokerSide = append(brokerSide, e)
 		} else {

@@ -153,6 +153,9 @@ type AuditRecord struct {
 	Reason     string `json:"reason"`
 	Option     string `json:"option"`
 	OptionKind string `json:"option_kind"`
+	// ChosenKind is the kind of the option the human chose when the agent
+	// was sent another (an "always" sent as once).
+	ChosenKind string `json:"chosen_kind"`
 	// Remembered lists the entries an "always" answer was remembered as,
 	// or says why it was not ("nothing: ...").
 	Remembered string `json:"remembered"`

@@ -161,9 +161,16 @@ func checkAudit(records []AuditRecord, want []expectation) error {
 		case w.by == Broker:
 			source = "rule"
 		}
-		if r.ToolCallID != w.toolCallID || r.Source != source || r.RuleID != ruleID || r.OptionKind != w.optionKind {
+		chosen := r.OptionKind
+		if r.ChosenKind != "" {
+			chosen = r.ChosenKind
+		}
+		if r.ToolCallID != w.toolCallID || r.Source != source || r.RuleID != ruleID || chosen != w.optionKind {
 			return fmt.Errorf("audit record %d says %s: source %q, rule %q, option %q; want %s: source %q, rule %q, option %q",
-				i+1, r.ToolCallID, r.Source, r.RuleID, r.OptionKind, w.toolCallID, source, ruleID, w.optionKind)
+				i+1, r.ToolCallID, r.Source, r.RuleID, chosen, w.toolCallID, source, ruleID, w.optionKind)
+		}
+		if w.remembers && r.OptionKind != "allow_once" {
+			return fmt.Errorf("audit record %d (%s) says the agent was sent %q for the \"always\" answer, want its allow_once option", i+1, r.ToolCallID, r.OptionKind)
 		}
 		switch {
 		case w.remembers:

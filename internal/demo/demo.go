@@ -397,8 +397,9 @@ agent and relays every message both ways, byte for byte. A permission
 request that a rule allows or denies, the broker answers itself; every
 other request goes to the editor, which allows writing status.txt (so the
 broker lets the agent's write of it through), rejects the edit and allows
-the first npm test "always": the broker remembers that answer and applies it
-to the second npm test itself.
+the first npm test "always": the broker remembers that answer, answers the
+agent with its allow-once in place of the "always" (so the agent remembers
+nothing of its own), and applies the answer to the second npm test itself.
 
 Each line is one JSON-RPC message, in the order the broker handled it (from
 its --trace file); "↳" marks the answer to a request. "agent → broker" is

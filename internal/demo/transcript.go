@@ -89,6 +89,9 @@ type pendingCall struct {
 	method   string
 	toolCall toolCallView
 	options  []permissionOption
+	// answered is set once a permission request's answer was counted: the
+	// editor's, when the broker answers the agent in its place.
+	answered bool
 }
 
 // Column widths of a transcript line.
@@ -185,6 +188,14 @@ func (t *Transcript) describe(e Entry) (label, summary string) {
 	}
 	key := pendingKey{asker: e.To, id: id}
 	call := t.pending[key]
+	if call == nil && e.From == Editor && e.To == Broker {
+		// The editor's answer to the agent's request, which the broker
+		// took and answered the agent in its place (an "always" sent as
+		// the once-option): the answer the human gave is this one.
+		if c := t.pending[pendingKey{asker: Agent, id: id}]; c != nil && c.method == "session/request_permission" && m.Error == nil {
+			return "↳ " + c.method, t.describeResult(c, e.From, m.Result)
+		}
+	}
 	delete(t.pending, key)
 	if call == nil {
 		call = &pendingCall{}
@@ -346,7 +357,10 @@ func (t *Transcript) describeResult(call *pendingCall, from Party, result json.R
 			break
 		}
 		p := call.permission(from, r.Outcome.Outcome, r.Outcome.OptionID)
-		t.stats.Permissions = append(t.stats.Permissions, p)
+		if !call.answered {
+			t.stats.Permissions = append(t.stats.Permissions, p)
+			call.answered = true
+		}
 		if r.Outcome.Outcome != "selected" {
 			return r.Outcome.Outcome
 		}
