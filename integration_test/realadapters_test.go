@@ -11,7 +11,7 @@ import (
 
 // The real-adapter tests run the ACP adapters users install (pinned in
 // testdata/adapters/package.json and its lock) through the broker, each
-// pointed at a mock model API on loopback that the test starts. .ci/run
+// pointed at a mock model API on loopback that the test starts. ../test.sh
 // installs them with npm ci; a contributor without the npm registry runs the
 // suite with -short, which leaves these tests out (README, Development).
 
@@ -30,9 +30,9 @@ func requireAdapters(t testing.TB) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(abs, ".package-lock.json")); err != nil {
-		t.Fatalf("the real adapters are not installed (%v): run\n"+
+		t.Fatalf("the real adapters are not installed (%v): run the suite with ./test.sh, which installs them, or\n"+
 			"  npm ci --ignore-scripts --no-audit --no-fund --prefix integration_test/testdata/adapters\n"+
-			"or run the suite with -short to leave them out", err)
+			"or with -short to leave them out", err)
 	}
 	return abs
 }
