@@ -436,6 +436,9 @@ func summary(res *Result, brokered bool, outcome string) string {
 		fmt.Fprintf(&b, "    %s (%s): %s, chosen by the %s", p.Title, p.Kind, answer, p.DecidedBy)
 		if p.DecidedBy != Broker {
 			toEditor++
+			if r, ok := audit[p.ToolCallID]; ok && r.ChosenKind != "" && r.OptionKind != p.OptionKind {
+				fmt.Fprintf(&b, ", sent to the agent as %s", r.OptionKind)
+			}
 			if r, ok := audit[p.ToolCallID]; ok && r.Remembered != "" {
 				fmt.Fprintf(&b, " (remembered as %s)", r.Remembered)
 			}
