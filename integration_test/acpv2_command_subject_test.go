@@ -54,3 +54,33 @@ func TestACPv2CommandSubjectAgainstItsToolCall(t *testing.T) {
 	}
 	d.finish()
 }
+
+// TestACPv2DiffOfAnUnknownOperation: a v2 diff change whose operation is
+// custom or newer than the broker (it may name the files it touches in
+// members of its own) is not understood, whatever its path says: asked,
+// never allowed on the strength of its path.
+func TestACPv2DiffOfAnUnknownOperation(t *testing.T) {
+	d := startDecider(t, deciderOptions{rules: decideRules, initialize: v2Init})
+	edit := func(id, change string) string {
+		return v2Permission(id, `"Edit"`, `{"type":"tool_call","toolCall":{"toolCallId":"toolu_`+id+`","kind":"edit","title":"Edit","content":[{"type":"diff","changes":[`+change+`]}]}}`, claudeV2Options)
+	}
+	for i, change := range []string{
+		`{"operation":"_symlink","path":"$CWD/src/a.go","target":"$HOME/.ssh/id_rsa"}`,
+		`{"operation":"rename","from":"$CWD/gen/a.go","path":"$CWD/src/a.go"}`,
+		`{"operation":"Modify","path":"$CWD/src/a.go"}`,
+		`{"path":"$CWD/src/a.go"}`,
+	} {
+		id := itoa(1 + i)
+		if !d.step(t, "change_"+id, func() { d.asked(edit(id, change), answer(id, "reject")) }) {
+			return
+		}
+	}
+	// The operations ACP v2 knows are judged on their paths.
+	if !d.step(t, "known_operations", func() {
+		d.decided(edit("10", `{"operation":"modify","path":"$CWD/src/a.go"},{"operation":"add","path":"$CWD/src/b.go"},{"operation":"delete","path":"$CWD/src/c.go"}`), "allow-once")
+		d.decided(edit("11", `{"operation":"copy","oldPath":"$CWD/src/a.go","path":"$CWD/src/d.go"}`), "allow-once")
+	}) {
+		return
+	}
+	d.finish()
+}
