@@ -501,10 +501,11 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 		refuse("config error", "the rules cannot be loaded, so this is refused: "+err.Error())
 		return
 	}
-	req := rules.ReadToolCall(fields, e.context(c.Session, mode))
+	ctx := e.context(c.Session, mode)
+	req := rules.ReadToolCall(fields, ctx)
 	what := prepare(req)
 	describe(&rec, req)
-	judged := p.Decide(req)
+	judged := stricterAtRoot(p, p.Decide(req), ctx, c.Session, func(c rules.Context) *rules.Request { return rules.ReadToolCall(fields, c) })
 	v := governed(p, rules.ApplyMode(judged, req, mode), c.Session)
 	reason, protected := p.Protected(req)
 	switch {

@@ -96,7 +96,13 @@ func Evaluate(in Inputs) Evaluation {
 		req.NotUnderstood = append(req.NotUnderstood, in.Session.Unreadable)
 	}
 	ev := Evaluation{Understood: true, Request: req, params: params}
-	ev.Verdict = governed(in.Policy, rules.ApplyMode(in.Policy.Decide(req), req, in.Mode), in.Session)
+	judged := stricterAtRoot(in.Policy, in.Policy.Decide(req), ctx, in.Session, func(c rules.Context) *rules.Request {
+		if in.ToolCall != nil {
+			return readMerged(in.ToolCall, c)
+		}
+		return rules.ReadToolCallJSON(params.ToolCall, c)
+	})
+	ev.Verdict = governed(in.Policy, rules.ApplyMode(judged, req, in.Mode), in.Session)
 	if in.ToolCall != nil && len(in.ToolCall.Announced) > 0 && ev.Verdict.Decision != rules.Deny {
 		// The request shows something else than the agent announced, and
 		// what runs may be the announcement: a deny rule that matches it

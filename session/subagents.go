@@ -111,6 +111,9 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 		if s == nil {
 			s = &sessionState{toolCalls: make(map[string]*ToolCall)}
 		}
+		// What it announced before is kept; if some of it was dropped,
+		// which is not known, no untracked tool call can be checked.
+		s.overflowed = s.overflowed || s.dropped
 		s.info = Info{ID: childID}
 		s.child = &subagent{parent: parentID}
 		s.lastUsed = t.clock

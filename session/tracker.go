@@ -354,6 +354,10 @@ type sessionState struct {
 	forgotten      map[[sha256.Size]byte]bool
 	forgottenOrder [][sha256.Size]byte
 	overflowed     bool
+	// dropped is set when a tool call of a session nobody opened was
+	// dropped: it is not remembered in forgotten, so a session announced
+	// as a subagent's afterwards cannot check any untracked tool call.
+	dropped bool
 	// child is set for a subagent's session the agent announced.
 	child *subagent
 	// mode is what the agent said of the session's own mode.
@@ -366,6 +370,7 @@ func (s *sessionState) forget(id string) {
 	delete(s.toolCalls, id)
 	s.order = slices.DeleteFunc(s.order, func(x string) bool { return x == id })
 	if !s.info.Opened && s.child == nil {
+		s.dropped = true
 		return // nothing of a session the editor did not open is decided
 	}
 	if s.forgotten == nil {
