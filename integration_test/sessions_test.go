@@ -126,6 +126,22 @@ func TestUnknownSessionIsNeverDecided(t *testing.T) {
 	}) {
 		return
 	}
+	// A new session the agent gives the id of one already open (sess_3,
+	// in the project) would have that session's requests judged in the
+	// other's directory (here the home directory, where no project rule
+	// denies): both are one id, so nothing of it is decided, and its
+	// writes are refused.
+	if !d.step(t, "new_session_reusing_an_open_id", func() {
+		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"new-3","method":"session/new","params":{"cwd":"$HOME","mcpServers":[]}}`))
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"new-3","result":{"sessionId":"sess_3"}}`)
+		d.asked(permissionIn(`"sess_3"`, `700`, `{"toolCallId":"r1","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions), answer(`700`, "reject"))
+		d.asked(permissionIn(`"sess_3"`, `701`, `{"toolCallId":"r2","title":"make deploy prod","kind":"execute","rawInput":{"command":"make deploy prod"}}`, claudeOptions), answer(`701`, "reject"))
+		d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"fork-1","method":"session/fork","params":{"sessionId":"sess_3","cwd":"$CWD","mcpServers":[]}}`))
+		d.AgentToEditor(`{"jsonrpc":"2.0","id":"fork-1","result":{"sessionId":"sess_3"}}`)
+		d.asked(permissionIn(`"sess_3"`, `702`, `{"toolCallId":"r3","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeOptions), answer(`702`, "reject"))
+	}) {
+		return
+	}
 	d.finish()
 	audit, _ := os.ReadFile(d.audit)
 	if !strings.Contains(string(audit), `the editor did not open session \"sess_x\"`) {

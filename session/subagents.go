@@ -202,6 +202,9 @@ func (t *tracker) childInfo(s *sessionState) Info {
 				info.WorkDirs = slices.Clone(*dirs)
 			}
 			info.Unreadable = unreadable
+			if unreadable == "" {
+				info.Unreadable = root.info.Unreadable
+			}
 			// A subagent works in its parent's mode: the agent reports and
 			// switches modes of the sessions the editor opened only.
 			info.Agent = t.agentNameLocked()

@@ -60,8 +60,9 @@ type Info struct {
 	Parent, Root string
 	WorkDir      string
 	WorkDirs     []string
-	// Unreadable says why nothing of a subagent's session is decided: an
-	// announcement of it the broker could not read exactly.
+	// Unreadable says why nothing of the session is decided: an
+	// announcement of a subagent's session the broker could not read
+	// exactly, or an id the agent gave a new session that was in use.
 	Unreadable string
 	// Agent is the agent's agentInfo.name from initialize.
 	Agent string
@@ -519,6 +520,16 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 			return
 		}
 		info := Info{ID: id, Opened: true}
+		if req.method == "session/new" || req.method == "session/fork" {
+			_, open := t.opened[id]
+			_, child := t.children[id]
+			if open || child {
+				// Two sessions the editor tells apart under one id: the
+				// agent's requests of either could be judged by the
+				// other's directories and rules.
+				info.Unreadable = fmt.Sprintf("the agent answered %s with the id of a session already in use (%q)", req.method, id)
+			}
+		}
 		info.Cwd, _ = jsonrpc.String(req.params, "cwd")
 		if raw, ok := jsonrpc.Field(req.params, "additionalDirectories"); ok {
 			_ = json.Unmarshal(raw, &info.AdditionalDirectories)
