@@ -1,0 +1,62 @@
+//go:build linux
+
+package integration
+
+import (
+	"testing"
+)
+
+// TestModeEditorBlindModeBehindALoadRefused: an editor that sends its
+// session/set_mode (or mode session/set_config_option) to a blind mode
+// right behind session/load or session/resume, before the agent answered,
+// names a session the broker does not know yet: the request waits with the
+// set-up, and is refused once the session is known, as it would have been
+// after; it never reaches the agent, and the prompt behind it runs in the
+// asking mode.
+func TestModeEditorBlindModeBehindALoadRefused(t *testing.T) {
+	t.Parallel()
+	loaded := `{"modes":{"currentModeId":"default","availableModes":[]},"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"default","options":[]}]}`
+	cases := []struct{ name, setup, change string }{
+		{"load_set_mode", "session/load", `{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"bypassPermissions"}}`},
+		{"load_config_option", "session/load", `{"jsonrpc":"2.0","id":"m1","method":"session/set_config_option","params":{"sessionId":"sess_1","configId":"mode","value":"auto"}}`},
+		{"resume_set_mode", "session/resume", `{"jsonrpc":"2.0","id":"m1","method":"session/set_mode","params":{"sessionId":"sess_1","modeId":"auto"}}`},
+		{"resume_config_option_v2", "session/resume", `{"jsonrpc":"2.0","id":"m1","method":"session/set_config_option","params":{"sessionId":"sess_1","configId":"mode","type":"id","value":"dontAsk"}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+				initializeAs(d, claudeAgent, `{}`, 1)
+			}})
+			d.noisy = true // the refusal is a warning
+			d.EditorToAgent(d.expand(`{"jsonrpc":"2.0","id":"l1","method":"` + c.setup + `","params":{"sessionId":"sess_1","cwd":"$CWD","mcpServers":[]}}`))
+			prompt := `{"jsonrpc":"2.0","id":"p1","method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"again"}]}}`
+			d.EditorSend(c.change, prompt)
+			editorBarrier(d)
+			response := `{"jsonrpc":"2.0","id":"l1","result":` + loaded + `}`
+			d.AgentSend(response)
+			d.AgentExpect(prompt)
+			// The refusal may come before the session's answer, or after.
+			first, second := d.EditorRecv(), d.EditorRecv()
+			if first != response {
+				first, second = second, first
+			}
+			if first != response {
+				t.Fatalf("the editor did not get the agent's answer to %s unchanged:\n  %s\n  %s", c.setup, clip(first), clip(second))
+			}
+			expectError(t, second, `"m1"`, -32602)
+			d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
+			d.AgentToEditor(`{"jsonrpc":"2.0","id":"p1","result":{"stopReason":"end_turn"}}`)
+			d.finish()
+		})
+	}
+}
+
+// editorBarrier returns once the broker has read every line the editor
+// sent before: the broker answers a request with an id of its own at once,
+// in the order read.
+func editorBarrier(d *decider) {
+	d.t.Helper()
+	d.EditorSend(`{"jsonrpc":"2.0","id":"acp-broker-barrier","method":"barrier"}`)
+	expectError(d.t, d.EditorRecv(), `"acp-broker-barrier"`, -32600)
+}
