@@ -241,12 +241,15 @@ func (b *broker) refuseHeldModeChange(frame []byte) bool {
 	}
 	b.tracker.forgetRequest(m)
 	b.mu.Lock()
+	_, unanswered := b.editorPending[m.IDKey()]
 	delete(b.editorPending, m.IDKey())
 	b.mu.Unlock()
 	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
 	b.log.Warn("refused the editor's mode change", "session", sessionID, "reason", why)
 	b.trace.record("editor->broker", m.Raw, "refused: "+why)
-	b.relayQueuedAs("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why))
+	if unanswered { // else the agent's exit answered it
+		b.relayQueuedAs("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why))
+	}
 	return true
 }
 
