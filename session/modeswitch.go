@@ -174,6 +174,11 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 	}
 	b.registerLocked(w)
 	s.mu.Unlock()
+	// The session may have become known since readEditor judged the
+	// request (its session/load answered meanwhile).
+	if w.modeChange && b.refuseHeldModeChange(w.frame, false) {
+		return nil
+	}
 	return b.toAgent(w.dir, w.frame)
 }
 
@@ -222,18 +227,19 @@ func (b *broker) releaseWaiting() {
 		s.waiting = s.waiting[1:]
 		b.registerLocked(w)
 		s.mu.Unlock()
-		if w.modeChange && b.refuseHeldModeChange(w.frame) {
+		if w.modeChange && b.refuseHeldModeChange(w.frame, true) {
 			continue
 		}
 		_ = b.toAgent(w.dir, w.frame)
 	}
 }
 
-// refuseHeldModeChange answers a held mode change of the editor's that the
-// guard refuses now that the session it names is known, as readEditor
-// would have, and reports whether it did. The answer is queued: the caller
-// is one of the agent's readers, and the editor's output is flushed after.
-func (b *broker) refuseHeldModeChange(frame []byte) bool {
+// refuseHeldModeChange answers a mode change of the editor's that the guard
+// refuses now that the session it names may be known, as readEditor would
+// have, and reports whether it did. With queue the answer is queued: the
+// caller is one of the agent's readers, and the editor's output is flushed
+// after.
+func (b *broker) refuseHeldModeChange(frame []byte, queue bool) bool {
 	m := reparse(frame)
 	why := b.modeChangeRefusal(m)
 	if why == "" {
@@ -247,8 +253,13 @@ func (b *broker) refuseHeldModeChange(frame []byte) bool {
 	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
 	b.log.Warn("refused the editor's mode change", "session", sessionID, "reason", why)
 	b.trace.record("editor->broker", m.Raw, "refused: "+why)
-	if unanswered { // else the agent's exit answered it
-		b.relayQueuedAs("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why))
+	answer := jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why)
+	switch {
+	case !unanswered: // the agent's exit answered it
+	case queue:
+		b.relayQueuedAs("broker->editor", answer)
+	default:
+		b.toEditor("broker->editor", answer)
 	}
 	return true
 }
