@@ -60,3 +60,40 @@ func editorBarrier(d *decider) {
 	d.EditorSend(`{"jsonrpc":"2.0","id":"acp-broker-barrier","method":"barrier"}`)
 	expectError(d.t, d.EditorRecv(), `"acp-broker-barrier"`, -32600)
 }
+
+// TestModeRequestBeforeTheSwitchAnswerIsAskedUnlessSwitched: an agent that
+// answers session/new in a blind mode and sends a request before it answers
+// the broker's switch gets it decided only once the switch is settled: asked
+// when the agent refuses the switch, or agrees while its answer still
+// reports a blind mode, never decided by a rule that allows it.
+func TestModeRequestBeforeTheSwitchAnswerIsAskedUnlessSwitched(t *testing.T) {
+	t.Parallel()
+	for name, answer := range map[string]string{
+		"refused":               `"error":{"code":-32603,"message":"no"}`,
+		"agreed_modes_blind":    `"result":{"currentModeId":"bypassPermissions"}`,
+		"agreed_options_blind":  `"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"auto","options":[]}]}`,
+		"agreed_options_twice":  `"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"default","currentValue":"auto","options":[]}]}`,
+		"agreed_mode_in_a_case": `"result":{"CurrentModeId":"auto"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := startDecider(t, deciderOptions{rules: decideRules, open: func(d *decider) {
+				initializeAs(d, claudeAgent, `{}`, 1)
+			}})
+			d.noisy = true // the failed switch is a warning
+			d.EditorToAgent(newSessionIn(d))
+			response := modesResponse("auto")
+			d.AgentSend(response)
+			id := expectSwitch(d, "session/set_mode", `{"sessionId":"sess_1","modeId":"default"}`)
+			req := d.expand(permission("1", bashGitStatus, claudeNewOptions))
+			d.AgentSend(req)
+			editorQuiet(d)
+			d.AgentSend(`{"jsonrpc":"2.0","id":` + id + `,` + answer + `}`)
+			d.EditorExpect(response)
+			expectTold(d, false, true)
+			d.EditorExpect(req)
+			d.EditorToAgent(selected("1", "reject"))
+			d.finish()
+		})
+	}
+}
