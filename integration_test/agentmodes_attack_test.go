@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -96,4 +97,38 @@ func TestModeRequestBeforeTheSwitchAnswerIsAskedUnlessSwitched(t *testing.T) {
 			d.finish()
 		})
 	}
+}
+
+// TestModeAgentsOwnPermissionSettingsAreProtected: the files in which an
+// agent keeps its own permission settings (Claude Code's .claude/settings
+// files, whose permissions.allow rules, defaultMode and hooks let it run
+// commands without asking; its subagent definitions' permissionMode;
+// Gemini CLI's .gemini/settings.json; Codex's .codex config and exec-policy
+// rules) are a blind mode by another name: an edit of one is asked even
+// where edits in the project are allowed (accept-edits).
+func TestModeAgentsOwnPermissionSettingsAreProtected(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: "mode = \"accept-edits\"\n" + decideRules, open: func(d *decider) {
+		initializeAs(d, claudeAgent, `{}`, 1)
+		d.EditorToAgent(newSessionIn(d))
+		d.AgentToEditor(modesResponse("default"))
+	}})
+	edit := func(id, path string) string {
+		return permission(id, `{"toolCallId":"e`+id+`","title":"Edit `+path+`","kind":"edit","rawInput":{"file_path":"$CWD/`+path+`"},"locations":[{"path":"$CWD/`+path+`"}]}`, claudeNewOptions)
+	}
+	// An ordinary file of the project is allowed: the mode is in force.
+	d.decided(edit("1", "README.md"), "allow-once")
+	for i, path := range []string{
+		".claude/settings.json",
+		".claude/settings.local.json",
+		".claude/agents/helper.md",
+		".Claude/Settings.json",
+		"src/.claude/settings.json",
+		".gemini/settings.json",
+		".codex/config.toml",
+		".codex/rules/default.rules",
+	} {
+		d.asked(edit(fmt.Sprint(i+2), path), answer(fmt.Sprint(i+2), "reject"))
+	}
+	d.finish()
 }
