@@ -221,6 +221,15 @@ var editorHomeConfigs = []string{"~/.jetbrains", "~/.jetbrains/**", "~/.emacs", 
 var shellStartupFiles = []string{"~/.profile", "~/.bash_profile", "~/.bash_login", "~/.bashrc",
 	"~/.zshenv", "~/.zprofile", "~/.zshrc", "~/.zlogin", "~/.pam_environment"}
 
+// agentPermissionFiles are where the agents keep their own permission settings, in
+// a project or the home directory: Claude Code's permissions.allow rules,
+// defaultMode and hooks, its subagents' permissionMode, Gemini CLI's
+// allowed tools, Codex's config and exec-policy rules. Written there, the
+// agent runs what it likes without asking, as in a blind mode (see
+// KnownAgents), and the broker never sees it.
+var agentPermissionFiles = []string{"**/.claude/settings.json", "**/.claude/settings.local.json", "**/.claude/agents/**",
+	"**/.gemini/settings.json", "**/.codex", "**/.codex/**"}
+
 // shellConfigs are the same, as directories under ~/.config (and
 // $XDG_CONFIG_HOME).
 var shellConfigs = []string{"fish", "environment.d"}
@@ -274,6 +283,8 @@ func newProtectedPaths(home string, brokerFiles []string) *protectedPaths {
 	// beside it), whose config can run programs (gitDirectoryAt).
 	writeOnly := append([]string{"**/.git", "**/.git/**", "**/HEAD"}, editorHomeConfigs...)
 	writeOnly = append(writeOnly, shellStartupFiles...)
+	writeOnly = append(writeOnly, agentPermissionFiles...)
+	pp.markers = append(pp.markers, ".claude", ".gemini", ".codex")
 	writeOnly = append(writeOnly, launchNames()...)
 	pp.markers = append(pp.markers, "head", ".profile", ".bash", ".zsh", "fish", "environment")
 	for _, exe := range brokerExecutable() {

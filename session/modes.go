@@ -187,6 +187,14 @@ func (t *tracker) modeChange(m *jsonrpc.Message) (sessionID, mode string, ok boo
 	return sessionID, mode, ok
 }
 
+// forgetRequest drops an editor request that was tracked but never reached
+// the agent: an answer with its id tells nothing.
+func (t *tracker) forgetRequest(m *jsonrpc.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.requests, m.IDKey())
+}
+
 // agentNameLocked is the agentInfo.name the agent's initialize response
 // gave. The caller holds t.mu.
 func (t *tracker) agentNameLocked() string {

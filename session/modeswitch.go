@@ -93,8 +93,12 @@ type waitingFrame struct {
 	session string // the session the message names, "" for none
 	setup   string // for a session set-up request: its id key
 	target  string // the session a set-up request names ("" for new, fork)
-	dir     string
-	frame   []byte
+	// modeChange is set for a session/set_mode or set_config_option: it may
+	// name a session not known when it was read (right behind its
+	// session/load), so the guard judges it again once it may go.
+	modeChange bool
+	dir        string
+	frame      []byte
 }
 
 func newModeSwitches() *modeSwitches {
@@ -110,21 +114,28 @@ func (b *broker) watching() bool {
 // session/set_config_option that the guard refuses, and reports whether it
 // did: the agent never sees it.
 func (b *broker) refuseModeChange(m *jsonrpc.Message) bool {
-	if !b.watching() {
-		return false
-	}
-	sessionID, mode, ok := b.tracker.modeChange(m)
-	if !ok {
-		return false
-	}
-	why := b.guard.Refuse(b.tracker.info(sessionID), mode)
+	why := b.modeChangeRefusal(m)
 	if why == "" {
 		return false
 	}
-	b.log.Warn("refused the editor's mode change", "session", sessionID, "mode", mode, "reason", why)
+	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
+	b.log.Warn("refused the editor's mode change", "session", sessionID, "reason", why)
 	b.trace.record("editor->broker", m.Raw, "refused: "+why)
 	b.toEditor("broker->editor", jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why))
 	return true
+}
+
+// modeChangeRefusal says why the guard refuses an editor's request to change
+// a session's mode, or "" when it does not.
+func (b *broker) modeChangeRefusal(m *jsonrpc.Message) string {
+	if !b.watching() {
+		return ""
+	}
+	sessionID, mode, ok := b.tracker.modeChange(m)
+	if !ok {
+		return ""
+	}
+	return b.guard.Refuse(b.tracker.info(sessionID), mode)
 }
 
 // sendToAgent writes an editor message m (or, with m nil, the broker's
@@ -145,6 +156,7 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 	w := waitingFrame{dir: dir, frame: frame}
 	if m != nil {
 		w.session, _ = jsonrpc.String(m.Params, "sessionId")
+		w.modeChange = m.Kind == jsonrpc.Request && modeMethods[m.Method]
 		if m.Kind == jsonrpc.Request && SetupMethods[m.Method] {
 			w.setup = m.IDKey()
 			if m.Method == "session/load" || m.Method == "session/resume" {
@@ -162,6 +174,11 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 	}
 	b.registerLocked(w)
 	s.mu.Unlock()
+	// The session may have become known since readEditor judged the
+	// request (its session/load answered meanwhile).
+	if w.modeChange && b.refuseHeldModeChange(w.frame, false) {
+		return nil
+	}
 	return b.toAgent(w.dir, w.frame)
 }
 
@@ -210,8 +227,41 @@ func (b *broker) releaseWaiting() {
 		s.waiting = s.waiting[1:]
 		b.registerLocked(w)
 		s.mu.Unlock()
+		if w.modeChange && b.refuseHeldModeChange(w.frame, true) {
+			continue
+		}
 		_ = b.toAgent(w.dir, w.frame)
 	}
+}
+
+// refuseHeldModeChange answers a mode change of the editor's that the guard
+// refuses now that the session it names may be known, as readEditor would
+// have, and reports whether it did. With queue the answer is queued: the
+// caller is one of the agent's readers, and the editor's output is flushed
+// after.
+func (b *broker) refuseHeldModeChange(frame []byte, queue bool) bool {
+	m := reparse(frame)
+	why := b.modeChangeRefusal(m)
+	if why == "" {
+		return false
+	}
+	b.tracker.forgetRequest(m)
+	b.mu.Lock()
+	_, unanswered := b.editorPending[m.IDKey()]
+	delete(b.editorPending, m.IDKey())
+	b.mu.Unlock()
+	sessionID, _ := jsonrpc.String(m.Params, "sessionId")
+	b.log.Warn("refused the editor's mode change", "session", sessionID, "reason", why)
+	b.trace.record("editor->broker", m.Raw, "refused: "+why)
+	answer := jsonrpc.NewError(m.ID, jsonrpc.CodeInvalidParams, "acp-broker: "+why)
+	switch {
+	case !unanswered: // the agent's exit answered it
+	case queue:
+		b.relayQueuedAs("broker->editor", answer)
+	default:
+		b.toEditor("broker->editor", answer)
+	}
+	return true
 }
 
 // relayOne relays one message of the agent's, unless holdAgent takes it.
@@ -497,8 +547,11 @@ func (b *broker) abandonSwitches() {
 }
 
 // relayQueued queues an agent frame for the editor, as readAgent does.
-func (b *broker) relayQueued(frame []byte) {
-	b.trace.record("agent->editor", frame, "")
+func (b *broker) relayQueued(frame []byte) { b.relayQueuedAs("agent->editor", frame) }
+
+// relayQueuedAs queues a frame for the editor, traced as dir.
+func (b *broker) relayQueuedAs(dir string, frame []byte) {
+	b.trace.record(dir, frame, "")
 	if b.editor.Queue(frame) != nil {
 		b.markEditorGone()
 	}
