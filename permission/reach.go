@@ -268,9 +268,17 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 	var entries []rules.Entry
 	var why string
 	switch {
-	case r.host || (req.Script != nil && len(req.URLs) > 0):
-		// A network approval: a command reaching a host (Codex), which
-		// the human allowed or refused for the host.
+	case req.Script != nil && len(req.URLs) > 0:
+		// A command that also names a URL (Codex's network approval, or
+		// a shell call with a url in its input): the human is shown the
+		// command or the host, and which one the editor shows is not the
+		// broker's to know; remembering the host would let a fetch there
+		// through that was never shown (an `npm test` carrying
+		// rawInput.url), remembering the command would remember a host
+		// approval as the command.
+		return nil, "", "the request names both a command and a URL: neither is remembered for the other"
+	case r.host:
+		// A network-policy amendment: for the host, never the command.
 		entries, why = hostEntries(req, decision)
 	case r.amendmentUnread:
 		return nil, "", fmt.Sprintf("the option %q names no prefix rule the broker can read", o.OptionID)
