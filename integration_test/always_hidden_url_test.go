@@ -57,3 +57,40 @@ func TestAlwaysOnACommandRemembersNoURLItCarries(t *testing.T) {
 		t.Errorf("remembered %v, want nothing", got)
 	}
 }
+
+// TestAlwaysRemembersNoCommandHiddenInAnotherRequest: a request shown as an
+// MCP call, an edit or a todo list, whose input also carries a `command`,
+// answered "always" for what it is shown as: the broker used to remember
+// the command (Derive reads the command first), so a later shell call of
+// it was allowed though no human was ever shown it as a command. Only an
+// execute request's command is remembered.
+func TestAlwaysRemembersNoCommandHiddenInAnotherRequest(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{})
+	cases := []struct {
+		name, toolCall, options, chosen, command string
+	}{
+		{"an_mcp_call", `{"toolCallId":"toolu_h1","kind":"other","title":"mcp__github__get_issue","rawInput":{"issue_number":1,"command":"make deploy"}}`, claudeNewOptions, "allow-with-updates", "make deploy"},
+		{"an_edit", `{"toolCallId":"toolu_h2","kind":"edit","title":"Edit src/a.ts","rawInput":{"file_path":"$CWD/src/a.ts","old_string":"a","new_string":"b","command":"make release"}}`, claudeNewOptions, "allow-with-updates", "make release"},
+		{"a_todo_list", `{"toolCallId":"toolu_h3","kind":"other","title":"TodoWrite","rawInput":{"todos":[],"command":"make publish"}}`, claudeNewOptions, "allow-with-updates", "make publish"},
+		{"no_kind", `{"toolCallId":"toolu_h4","title":"Update the changelog","rawInput":{"command":["make","tag"]}}`, claudeOptions, "allow_always", "make tag"},
+		{"a_read_with_an_argv", `{"toolCallId":"toolu_h5","kind":"read","title":"Read README.md","rawInput":{"file_path":"$CWD/README.md","command":["git","push","origin","main"]}}`, geminiSaveOptions, "proceed_always_and_save", "git push origin main"},
+		{"codex_mcp_by_server_and_tool", `{"toolCallId":"call_h6","kind":"execute","title":"make bump","rawInput":{"server":"github","tool":"get_issue","command":"make bump"}}`, codexMCPOptions, "allow_always", "make bump"},
+	}
+	for i, c := range cases {
+		if !d.step(t, c.name, func() {
+			id := fmt.Sprintf(`"h%d"`, i)
+			d.asked(permission(id, c.toolCall, c.options), answer(id, c.chosen))
+			again := fmt.Sprintf(`"x%d"`, i)
+			d.asked(permission(again, execCall(fmt.Sprintf("toolu_x%d", i), c.command), claudeOptions), answer(again, "reject"))
+		}) {
+			return
+		}
+	}
+	d.finish()
+	for _, e := range rememberedEntries(t, d.state) {
+		if e["command"] != "" {
+			t.Errorf("remembered the command %q of %q", e["command"], e["request"])
+		}
+	}
+}

@@ -268,6 +268,11 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 	var entries []rules.Entry
 	var why string
 	switch {
+	case req.Script != nil && (req.Kind != "execute" || req.MCP != nil):
+		// A command in the input of a request shown as something else
+		// (an MCP call, an edit, a todo list): the human answered what
+		// the editor showed, not a command it does not show.
+		return nil, "", fmt.Sprintf("the request is shown as %s, not as the command its input carries", shownAs(req))
 	case req.Script != nil && len(req.URLs) > 0:
 		// A command that also names a URL (Codex's network approval, or
 		// a shell call with a url in its input): the human is shown the
@@ -288,6 +293,17 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 		entries, why = rules.Derive(req, decision)
 	}
 	return entries, scope, why
+}
+
+// shownAs names what a request is shown as, for a reason.
+func shownAs(req *rules.Request) string {
+	if req.MCP != nil {
+		return "the MCP call " + req.MCP.String()
+	}
+	if req.Kind == "" {
+		return "a request of no kind"
+	}
+	return fmt.Sprintf("a %q request", req.Kind)
 }
 
 // hostEntries remembers the hosts a network approval reaches, that host
