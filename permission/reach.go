@@ -267,12 +267,14 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 	}
 	var entries []rules.Entry
 	var why string
+	if hidden := hiddenSubject(req); hidden != "" {
+		// What the request is about, in the input of a request shown
+		// as something else (a command or a URL in an MCP call, an
+		// edit, a todo list): the human answered what the editor
+		// showed, not what it does not show.
+		return nil, "", fmt.Sprintf("the request is shown as %s, not as the %s its input carries", shownAs(req), hidden)
+	}
 	switch {
-	case req.Script != nil && (req.Kind != "execute" || req.MCP != nil):
-		// A command in the input of a request shown as something else
-		// (an MCP call, an edit, a todo list): the human answered what
-		// the editor showed, not a command it does not show.
-		return nil, "", fmt.Sprintf("the request is shown as %s, not as the command its input carries", shownAs(req))
 	case req.Script != nil && len(req.URLs) > 0:
 		// A command that also names a URL (Codex's network approval, or
 		// a shell call with a url in its input): the human is shown the
@@ -293,6 +295,29 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 		entries, why = rules.Derive(req, decision)
 	}
 	return entries, scope, why
+}
+
+// subjectKinds are the kinds that show a request as a file, a search or a
+// fetch, so that an MCP tool in their input is not what they show.
+var subjectKinds = map[string]bool{"edit": true, "read": true, "delete": true, "move": true, "search": true, "fetch": true}
+
+// hiddenSubject names what a request would be remembered as (the first of
+// what Derive reads: a command, an MCP tool, a URL) when its kind shows it
+// as something else, or "".
+func hiddenSubject(req *rules.Request) string {
+	switch {
+	case req.Script != nil && (req.Kind != "execute" || req.MCP != nil):
+		return "command"
+	case req.Script != nil:
+		return ""
+	case req.MCP != nil && (len(req.URLs) > 0 || subjectKinds[req.Kind]):
+		// codex-acp shows an MCP tool approval as an execute request
+		// with no command.
+		return "MCP tool"
+	case req.MCP == nil && len(req.URLs) > 0 && req.Kind != "fetch":
+		return "URL"
+	}
+	return ""
 }
 
 // shownAs names what a request is shown as, for a reason.
