@@ -132,3 +132,34 @@ func TestAlwaysRemembersNoToolOrHostHiddenInAnotherRequest(t *testing.T) {
 		t.Errorf("remembered %v, want nothing", got)
 	}
 }
+
+// TestAllowOnceCoversNoCommandHiddenInAnotherRequest: a human's allow of a
+// request shown as an MCP call or an edit, whose input also carries a
+// `command`, used to count as the approval of that command, so the
+// terminal/create that followed ran without being asked. It is asked; an
+// allowed shell call still covers its terminal.
+func TestAllowOnceCoversNoCommandHiddenInAnotherRequest(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: heldRules})
+	steps := []struct{ name, toolCall, command, args string }{
+		{"an_mcp_call", `{"toolCallId":"toolu_a1","title":"mcp__github__get_issue","kind":"other","rawInput":{"issue_number":1,"command":"make deploy"}}`, "make deploy", `"command":"make","args":["deploy"]`},
+		{"an_edit", `{"toolCallId":"toolu_a2","title":"Edit src/a.ts","kind":"edit","rawInput":{"file_path":"$CWD/src/a.ts","old_string":"a","new_string":"b","command":"make release"}}`, "make release", `"command":"make","args":["release"]`},
+		{"no_kind", `{"toolCallId":"toolu_a3","title":"Update the changelog","rawInput":{"command":["make","tag"]}}`, "make tag", `"command":"make","args":["tag"]`},
+	}
+	for i, s := range steps {
+		if !d.step(t, s.name, func() {
+			id := fmt.Sprint(100 + 2*i)
+			d.asked(permission(id, s.toolCall, claudeOptions), answer(id, "allow"))
+			d.heldAsked(d.t, terminalReq(fmt.Sprint(101+2*i), s.args+`,"cwd":"$CWD"`), s.command, "reject_once", "")
+		}) {
+			return
+		}
+	}
+	if !d.step(t, "a_shell_call_still_covers_its_terminal", func() {
+		d.asked(permission(`200`, `{"toolCallId":"toolu_b1","title":"make deploy","kind":"execute","rawInput":{"command":"make deploy"}}`, claudeOptions), answer(`200`, "allow"))
+		d.forwardedAtOnce(terminalReq(`201`, `"command":"make","args":["deploy"],"cwd":"$CWD"`), `{"jsonrpc":"2.0","id":201,"result":{"terminalId":"term_201"}}`)
+	}) {
+		return
+	}
+	d.finish()
+}

@@ -106,6 +106,12 @@ func (a *approvals) noteRequest(sessionID string, req *rules.Request, mcpArgs js
 	if sessionID == "" || len(req.NotUnderstood) > 0 || len(req.Conflicts) > 0 {
 		return
 	}
+	if allowed && (hiddenSubject(req) != "" || (req.Script == nil && req.MCP != nil)) {
+		// The human allowed what the editor showed (an MCP call, an
+		// edit), not a command in its input, nor a write by the agent
+		// of a path an MCP tool's arguments name.
+		return
+	}
 	if req.Script != nil {
 		if what, ok := commandApproval(req.Command, linkedAs(req.Dir, req.ResolvedDir())); ok {
 			a.note(sessionID, what, nil, allowed)
