@@ -155,6 +155,24 @@ func TestAllowOnceCoversNoCommandHiddenInAnotherRequest(t *testing.T) {
 			return
 		}
 	}
+	if !d.step(t, "an_mcp_tools_path_covers_no_write_by_the_agent", func() {
+		d.asked(permission(`300`, `{"toolCallId":"toolu_c1","title":"mcp__github__get_issue","kind":"other","rawInput":{"file_path":"$CWD/CHANGELOG.md"}}`, claudeOptions), answer(`300`, "allow"))
+		d.heldAsked(d.t, writeReq(`301`, "$CWD/CHANGELOG.md"), d.cwd+"/CHANGELOG.md", "reject_once", "")
+	}) {
+		return
+	}
+	if !d.step(t, "a_todo_lists_path_covers_no_write_by_the_agent", func() {
+		d.asked(permission(`302`, `{"toolCallId":"toolu_c2","title":"TodoWrite","kind":"other","rawInput":{"todos":[],"file_path":"$CWD/CHANGELOG.md"}}`, claudeOptions), answer(`302`, "allow"))
+		d.heldAsked(d.t, writeReq(`303`, "$CWD/CHANGELOG.md"), d.cwd+"/CHANGELOG.md", "reject_once", "")
+	}) {
+		return
+	}
+	if !d.step(t, "an_edit_still_covers_its_write", func() {
+		d.asked(permission(`304`, `{"toolCallId":"toolu_c3","title":"Write CHANGELOG.md","kind":"edit","rawInput":{"file_path":"$CWD/CHANGELOG.md","content":"x"}}`, claudeOptions), answer(`304`, "allow"))
+		d.forwardedAtOnce(writeReq(`305`, "$CWD/CHANGELOG.md"), `{"jsonrpc":"2.0","id":305,"result":null}`)
+	}) {
+		return
+	}
 	if !d.step(t, "a_shell_call_still_covers_its_terminal", func() {
 		d.asked(permission(`200`, `{"toolCallId":"toolu_b1","title":"make deploy","kind":"execute","rawInput":{"command":"make deploy"}}`, claudeOptions), answer(`200`, "allow"))
 		d.forwardedAtOnce(terminalReq(`201`, `"command":"make","args":["deploy"],"cwd":"$CWD"`), `{"jsonrpc":"2.0","id":201,"result":{"terminalId":"term_201"}}`)
