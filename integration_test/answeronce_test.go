@@ -111,6 +111,7 @@ func TestAlwaysIsRememberedByTheBrokerNotTheAgent(t *testing.T) {
 	d.decided(permission(`"b3"`, execCall("b3", "git push --force origin main"), claudeNewOptions), "reject")
 
 	d.answeredAs(permission(`"g1"`, `{"toolCallId":"run_shell_command-g1","title":"make docs","kind":"execute","status":"pending","content":[]}`, geminiOptions), "proceed_always", "proceed_once")
+	d.liveOnly("gemini-cli's proceed_always is for the session: remembered for this session only")
 	d.decided(permission(`"g2"`, `{"toolCallId":"run_shell_command-g2","title":"make docs","kind":"execute","status":"pending","content":[]}`, geminiOptions), "proceed_once")
 
 	d.answeredAs(permission(`"s1"`, codexCommand("s1", "cargo test --release"), codex2Options("cargo test", true)), "allow_for_session", "allow_once")

@@ -524,7 +524,7 @@ func (d *decider) play(t *testing.T, cases []decideCase) {
 // The option lists real agents send (see the ACP notes).
 const (
 	claudeOptions    = `[{"optionId":"allow_always","name":"Always Allow","kind":"allow_always"},{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]`
-	claudeNewOptions = `[{"optionId":"allow-with-updates","name":"Yes, and don't ask again this session","kind":"allow_always"},{"optionId":"allow-once","name":"Yes","kind":"allow_once"},{"optionId":"reject","name":"No","kind":"reject_once"}]`
+	claudeNewOptions = `[{"optionId":"allow-with-updates","name":"Yes, and don't ask again for these commands","kind":"allow_always"},{"optionId":"allow-once","name":"Yes","kind":"allow_once"},{"optionId":"reject","name":"No","kind":"reject_once"}]`
 	// Codex: the reject_always comes before the reject_once options, and
 	// "denied" (continue the turn) before "abort" (stop it).
 	codexOptions     = `[{"optionId":"approved-execpolicy-amendment","name":"Yes, and don't ask again for commands that start with this","kind":"allow_always"},{"optionId":"approved-for-session","name":"Yes, for this session","kind":"allow_always"},{"optionId":"approved","name":"Yes","kind":"allow_once"},{"optionId":"network-policy-amendment-deny","name":"No, and block this host","kind":"reject_always"},{"optionId":"denied","name":"No, continue without running it","kind":"reject_once"},{"optionId":"abort","name":"No, and tell Codex what to do differently","kind":"reject_once"}]`

@@ -96,6 +96,9 @@ func plainWords(line string) ([]string, bool) {
 	return words, len(words) > 0
 }
 
+// editKinds are the kinds that show a request as a change to its paths.
+var editKinds = map[string]bool{"edit": true, "delete": true, "move": true}
+
 // noteRequest records the answer to a permission request for what it
 // covers: its MCP call, and, if the broker read the request exactly, its
 // command or else the paths it edits.
@@ -104,6 +107,12 @@ func (a *approvals) noteRequest(sessionID string, req *rules.Request, mcpArgs js
 		a.note(sessionID, mcpApproval(*req.MCP), mcpArgs, allowed)
 	}
 	if sessionID == "" || len(req.NotUnderstood) > 0 || len(req.Conflicts) > 0 {
+		return
+	}
+	if allowed && (hiddenSubject(req) != "" || (req.Script == nil && !editKinds[req.Kind])) {
+		// The human allowed what the editor showed (an MCP call, an
+		// edit, a todo list), not a command in its input, nor a write
+		// by the agent of a path a request that is no edit names.
 		return
 	}
 	if req.Script != nil {

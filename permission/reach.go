@@ -15,8 +15,9 @@ import (
 // description of its effect, `_meta.permission.changes` (a change of type
 // "grant" or "policy_rule", with an optional `lifetime.scope` of "turn" or
 // "session"; a policy rule without one is persistent), and from the option
-// ids whose reach codex-acp 2.x fixes without saying so (2.6.0 sends no
-// _meta on its options). The broker uses it two ways:
+// ids whose reach codex-acp 2.x and gemini-cli fix without saying so
+// (2.6.0 sends no _meta on its options), and, for remembering, from the
+// option's name, which may only narrow it. The broker uses it two ways:
 //   - when it answers "allow" itself, it means this request only, so it
 //     picks only an allow_once option that reaches no further;
 //   - when the human picks an "always" option, the broker remembers no more
@@ -49,6 +50,25 @@ var scopeOrder = map[string]int{"once": 0, "turn": 1, "session": 2, "persistent"
 // older Rust adapter's approved-for-session.
 var codexSessionOptions = map[string]bool{"allow_for_session": true, "allow_session": true, "allow_permissions_session": true, "approved-for-session": true}
 
+// geminiSessionOptions are gemini-cli's "always" options that it keeps for
+// the session only (packages/core, updatePolicy: only
+// proceed_always_and_save persists): a command or tool, all of an MCP
+// server's tools, one MCP tool.
+var geminiSessionOptions = map[string]bool{"proceed_always": true, "proceed_always_server": true, "proceed_always_tool": true}
+
+// namedScopes are the words an option's name uses for an answer that lasts
+// the session or the turn: claude-agent-acp's allow-with-updates for a
+// file ("Yes, allow all edits during this session", a session rule it
+// cannot tell by id from its persistent one), gemini-cli's "Allow for this
+// session", codex-acp's "for this conversation". The name is what the
+// human read, so an answer is remembered no longer than it says; a name
+// can only narrow what the id and _meta fix.
+var namedScopes = []struct{ words, scope string }{
+	{"this turn", "turn"},
+	{"this session", "session"},
+	{"this conversation", "session"},
+}
+
 // codexTurnOptions are codex-acp 2.x's allow_once options that grant
 // sandbox permissions for the rest of the turn, not for this request.
 var codexTurnOptions = map[string]bool{"allow_permissions_turn": true, "allow_permissions_turn_strict_auto_review": true}
@@ -61,7 +81,7 @@ const (
 
 // optionReach reads how far an option's answer goes.
 func optionReach(o option) reach {
-	byID := idReach(o)
+	byID := narrowedByName(idReach(o), o.Name)
 	byMeta, described := metaReach(o.Meta)
 	if !described {
 		return byID
@@ -78,6 +98,17 @@ func optionReach(o option) reach {
 	return byID
 }
 
+// narrowedByName is r no longer than the option's name says it lasts.
+func narrowedByName(r reach, name string) reach {
+	name = strings.ToLower(name)
+	for _, n := range namedScopes {
+		if strings.Contains(name, n.words) && r.scope != "" && scopeOrder[n.scope] < scopeOrder[r.scope] {
+			r.scope = n.scope
+		}
+	}
+	return r
+}
+
 // idReach is the reach the option's id and kind fix.
 func idReach(o option) reach {
 	r := reach{scope: "once"}
@@ -85,7 +116,7 @@ func idReach(o option) reach {
 		r.scope = "persistent"
 	}
 	switch id := o.OptionID; {
-	case codexSessionOptions[id]:
+	case codexSessionOptions[id], geminiSessionOptions[id]:
 		r.scope = "session"
 	case codexTurnOptions[id]:
 		r.scope = "turn"
@@ -236,10 +267,25 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 	}
 	var entries []rules.Entry
 	var why string
+	if hidden := hiddenSubject(req); hidden != "" {
+		// What the request is about, in the input of a request shown
+		// as something else (a command or a URL in an MCP call, an
+		// edit, a todo list): the human answered what the editor
+		// showed, not what it does not show.
+		return nil, "", fmt.Sprintf("the request is shown as %s, not as the %s its input carries", shownAs(req), hidden)
+	}
 	switch {
-	case r.host || (req.Script != nil && len(req.URLs) > 0):
-		// A network approval: a command reaching a host (Codex), which
-		// the human allowed or refused for the host.
+	case req.Script != nil && len(req.URLs) > 0:
+		// A command that also names a URL (Codex's network approval, or
+		// a shell call with a url in its input): the human is shown the
+		// command or the host, and which one the editor shows is not the
+		// broker's to know; remembering the host would let a fetch there
+		// through that was never shown (an `npm test` carrying
+		// rawInput.url), remembering the command would remember a host
+		// approval as the command.
+		return nil, "", "the request names both a command and a URL: neither is remembered for the other"
+	case r.host:
+		// A network-policy amendment: for the host, never the command.
 		entries, why = hostEntries(req, decision)
 	case r.amendmentUnread:
 		return nil, "", fmt.Sprintf("the option %q names no prefix rule the broker can read", o.OptionID)
@@ -249,6 +295,40 @@ func remembers(req *rules.Request, o option, scope string) ([]rules.Entry, strin
 		entries, why = rules.Derive(req, decision)
 	}
 	return entries, scope, why
+}
+
+// subjectKinds are the kinds that show a request as a file, a search or a
+// fetch, so that an MCP tool in their input is not what they show.
+var subjectKinds = map[string]bool{"edit": true, "read": true, "delete": true, "move": true, "search": true, "fetch": true}
+
+// hiddenSubject names what a request would be remembered as (the first of
+// what Derive reads: a command, an MCP tool, a URL) when its kind shows it
+// as something else, or "".
+func hiddenSubject(req *rules.Request) string {
+	switch {
+	case req.Script != nil && (req.Kind != "execute" || req.MCP != nil):
+		return "command"
+	case req.Script != nil:
+		return ""
+	case req.MCP != nil && (len(req.URLs) > 0 || subjectKinds[req.Kind]):
+		// codex-acp shows an MCP tool approval as an execute request
+		// with no command.
+		return "MCP tool"
+	case req.MCP == nil && len(req.URLs) > 0 && req.Kind != "fetch":
+		return "URL"
+	}
+	return ""
+}
+
+// shownAs names what a request is shown as, for a reason.
+func shownAs(req *rules.Request) string {
+	if req.MCP != nil {
+		return "the MCP call " + req.MCP.String()
+	}
+	if req.Kind == "" {
+		return "a request of no kind"
+	}
+	return fmt.Sprintf("a %q request", req.Kind)
 }
 
 // hostEntries remembers the hosts a network approval reaches, that host
