@@ -659,3 +659,7 @@ func (s *scanner) endOfMember(closing byte) (done bool, err error) {
 func isNumberByte(c byte) bool {
 	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
+
+// IsNull reports whether a raw JSON value is null, which ACP peers send for
+// "unset" in places where the member may also be left out.
+func IsNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

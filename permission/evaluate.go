@@ -176,7 +176,7 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 		return p, err
 	}
 	for _, name := range []string{"title", "description"} {
-		if v, ok := m[name]; ok && !isNullJSON(v) && v[0] != '"' {
+		if v, ok := m[name]; ok && !jsonrpc.IsNull(v) && v[0] != '"' {
 			return p, fmt.Errorf("%q is not a string", name)
 		}
 	}
@@ -206,7 +206,7 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 		}
 	}
 	tc, ok := m["toolCall"]
-	if subject, given := m["subject"]; given && !isNullJSON(subject) {
+	if subject, given := m["subject"]; given && !jsonrpc.IsNull(subject) {
 		// ACP v2: what is asked about is the subject.
 		if ok {
 			return p, errors.New(`both a "toolCall" (ACP v1) and a "subject" (ACP v2)`)

@@ -158,7 +158,7 @@ func execPolicyPrefix(name string) ([]string, bool) {
 // that folds case would read and another would not, makes the description
 // unreadable.
 func metaReach(meta json.RawMessage) (r reach, described bool) {
-	if len(meta) == 0 || isJSONNull(meta) {
+	if len(meta) == 0 || jsonrpc.IsNull(meta) {
 		return reach{}, false
 	}
 	unreadable := reach{why: "the option's _meta.permission cannot be read exactly"}
@@ -167,7 +167,7 @@ func metaReach(meta json.RawMessage) (r reach, described bool) {
 		return unreadable, true
 	}
 	perm, ok := m["permission"]
-	if !ok || isJSONNull(perm) {
+	if !ok || jsonrpc.IsNull(perm) {
 		return reach{}, false
 	}
 	p, err := jsonrpc.ExactMembers(perm, "changes")
@@ -192,7 +192,7 @@ func metaReach(meta json.RawMessage) (r reach, described bool) {
 		if json.Unmarshal(c["type"], &typ) != nil {
 			return unreadable, true
 		}
-		if raw, ok := c["lifetime"]; ok && !isJSONNull(raw) {
+		if raw, ok := c["lifetime"]; ok && !jsonrpc.IsNull(raw) {
 			l, err := jsonrpc.ExactMembers(raw, "scope")
 			if err != nil || json.Unmarshal(l["scope"], &lifetime) != nil {
 				return unreadable, true
@@ -217,8 +217,6 @@ func metaReach(meta json.RawMessage) (r reach, described bool) {
 	}
 	return r, true
 }
-
-func isJSONNull(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "null" }
 
 // answersOnlyThis reports whether an option's answer goes no further than
 // the request: by its id and by its own description, where it has one.

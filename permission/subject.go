@@ -1,7 +1,6 @@
 package permission
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +44,7 @@ func subjectToolCall(subject json.RawMessage) (json.RawMessage, error) {
 		}
 		input, _ := json.Marshal(map[string]string{"command": command, "cwd": cwd})
 		tc := map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": input}
-		if id, ok := m["toolCallId"]; ok && !isNullJSON(id) {
+		if id, ok := m["toolCallId"]; ok && !jsonrpc.IsNull(id) {
 			// Kept so the request is audited under its tool call; the
 			// command is judged on what the subject says.
 			tc["toolCallId"] = id
@@ -54,5 +53,3 @@ func subjectToolCall(subject json.RawMessage) (json.RawMessage, error) {
 	}
 	return nil, fmt.Errorf("the subject type %q is not one the broker knows (ACP v2 knows tool_call and command), so it cannot tell what is asked", kind)
 }
-
-func isNullJSON(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

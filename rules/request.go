@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -140,7 +139,7 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 	r.readToolName(fields)
 
 	var input map[string]json.RawMessage
-	if raw, ok := fields["rawInput"]; ok && !isNull(raw) {
+	if raw, ok := fields["rawInput"]; ok && !jsonrpc.IsNull(raw) {
 		if err := json.Unmarshal(raw, &input); err != nil {
 			r.notUnderstood("rawInput is not an object")
 		}
@@ -332,7 +331,7 @@ func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
 func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *Request {
 	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
 	var input map[string]json.RawMessage
-	if len(arguments) > 0 && !isNull(arguments) {
+	if len(arguments) > 0 && !jsonrpc.IsNull(arguments) {
 		if err := checkStrict(arguments); err != nil {
 			r.notUnderstood("arguments: %v", err)
 		}
@@ -356,7 +355,7 @@ func (r *Request) conflict(format string, args ...any) {
 
 func (r *Request) stringField(obj map[string]json.RawMessage, key string) string {
 	raw, ok := obj[key]
-	if !ok || isNull(raw) {
+	if !ok || jsonrpc.IsNull(raw) {
 		return ""
 	}
 	var s string
@@ -376,7 +375,7 @@ func (r *Request) readToolName(fields map[string]json.RawMessage) {
 			ToolName *string `json:"toolName"`
 		} `json:"claudeCode"`
 	}
-	if raw, ok := fields["_meta"]; ok && !isNull(raw) {
+	if raw, ok := fields["_meta"]; ok && !jsonrpc.IsNull(raw) {
 		if json.Unmarshal(raw, &meta) != nil {
 			r.notUnderstood("_meta is not an object")
 		}
@@ -397,7 +396,7 @@ func (r *Request) readToolName(fields map[string]json.RawMessage) {
 func (r *Request) readCommand(input map[string]json.RawMessage) {
 	raw, ok := input["command"]
 	switch {
-	case ok && !isNull(raw):
+	case ok && !jsonrpc.IsNull(raw):
 		var s string
 		var argv []string
 		switch {
@@ -442,7 +441,7 @@ var readKinds = []string{"read", "search"}
 func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 	write := !slices.Contains(readKinds, r.Kind)
 	for _, key := range []string{"file_path", "path", "notebook_path"} {
-		if raw, ok := input[key]; ok && !isNull(raw) {
+		if raw, ok := input[key]; ok && !jsonrpc.IsNull(raw) {
 			var p string
 			if json.Unmarshal(raw, &p) != nil {
 				r.notUnderstood("rawInput.%s is not a string", key)
@@ -451,7 +450,7 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 			r.addPath(p, write, "rawInput."+key)
 		}
 	}
-	if raw, ok := fields["locations"]; ok && !isNull(raw) {
+	if raw, ok := fields["locations"]; ok && !jsonrpc.IsNull(raw) {
 		var locs []struct {
 			Path *string `json:"path"`
 		}
@@ -466,7 +465,7 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 			r.addPath(*l.Path, write, "locations")
 		}
 	}
-	if raw, ok := fields["content"]; ok && !isNull(raw) {
+	if raw, ok := fields["content"]; ok && !jsonrpc.IsNull(raw) {
 		var content []struct {
 			Type string  `json:"type"`
 			Path *string `json:"path"`
@@ -493,7 +492,7 @@ func (r *Request) readPaths(fields, input map[string]json.RawMessage) {
 	}
 	// Codex patch approvals list their changes by path; a move names its
 	// destination too.
-	if raw, ok := input["changes"]; ok && !isNull(raw) {
+	if raw, ok := input["changes"]; ok && !jsonrpc.IsNull(raw) {
 		var changes map[string]json.RawMessage
 		if json.Unmarshal(raw, &changes) != nil {
 			r.notUnderstood("rawInput.changes is not an object")
@@ -539,7 +538,7 @@ func (r *Request) addPath(p string, write bool, from string) {
 // "Fetch <url>" title; two different URLs are a conflict.
 func (r *Request) readURL(input map[string]json.RawMessage) {
 	var fromInput string
-	if raw, ok := input["url"]; ok && !isNull(raw) {
+	if raw, ok := input["url"]; ok && !jsonrpc.IsNull(raw) {
 		if json.Unmarshal(raw, &fromInput) != nil {
 			r.notUnderstood("rawInput.url is not a string")
 		}
@@ -631,8 +630,6 @@ func (r *Request) readMCP(input map[string]json.RawMessage) {
 		}
 	}
 }
-
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 // checkStrict refuses a JSON value with a duplicated key or keys that differ
 // only in case, at any depth: decoders disagree on which one counts, so the

@@ -246,5 +246,5 @@ func (t *tracker) clientSupportsNotices() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	v, ok := jsonrpc.Field(t.agent.ClientCapabilities, "session", "notices")
-	return ok && !isNull(v)
+	return ok && !jsonrpc.IsNull(v)
 }

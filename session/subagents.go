@@ -121,7 +121,7 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 	}
 	c := s.child
 	if raw, ok := members["cwd"]; ok {
-		if isNull(raw) {
+		if jsonrpc.IsNull(raw) {
 			c.cwd = nil // back to the parent's
 		} else if dir, ok := stringValue(raw); ok && filepath.IsAbs(dir) && !strings.ContainsRune(dir, 0) {
 			dir = filepath.Clean(dir)
@@ -133,7 +133,7 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 	if raw, ok := members["additionalDirectories"]; ok {
 		var dirs []string
 		switch {
-		case isNull(raw):
+		case jsonrpc.IsNull(raw):
 			c.dirs = nil
 		case json.Unmarshal(raw, &dirs) == nil && !slices.ContainsFunc(dirs, func(d string) bool { return !filepath.IsAbs(d) || strings.ContainsRune(d, 0) }):
 			for i := range dirs {

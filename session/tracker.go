@@ -144,7 +144,7 @@ func (t *ToolCall) merge(fields map[string]json.RawMessage) { mergeFields(t.Fiel
 
 func mergeFields(into, fields map[string]json.RawMessage) {
 	for k, v := range fields {
-		if !isNull(v) {
+		if !jsonrpc.IsNull(v) {
 			into[k] = v
 		}
 	}
@@ -163,7 +163,7 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 	for _, k := range whatItDoes {
 		announced, ok := t.announced[k]
 		asked, given := fields[k]
-		if !ok || !given || isNull(asked) || placeholder(announced) {
+		if !ok || !given || jsonrpc.IsNull(asked) || placeholder(announced) {
 			continue
 		}
 		if !agrees(announced, asked) {
@@ -173,7 +173,7 @@ func (t *ToolCall) disagreements(fields map[string]json.RawMessage) []string {
 	if announced := toolName(t.announced); announced != "" {
 		merged := maps.Clone(t.announced)
 		for k, v := range fields {
-			if !isNull(v) {
+			if !jsonrpc.IsNull(v) {
 				merged[k] = v
 			}
 		}
@@ -199,7 +199,7 @@ func agrees(announced, asked json.RawMessage) bool {
 		return false
 	}
 	for k, v := range was {
-		if isNull(v) {
+		if jsonrpc.IsNull(v) {
 			continue
 		}
 		if w, ok := is[k]; !ok || (canonical(v) != canonical(w) && !(k == "command" && sameCommand(v, w))) {
@@ -277,8 +277,6 @@ func stringValue(v json.RawMessage) (string, bool) {
 	var s string
 	return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
 }
-
-func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // placeholder reports whether an announced value says nothing yet: agents
 // announce a tool call with rawInput {} and fill it in later.
