@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,29 +24,27 @@ import (
 //	{"stream":{"size":S,"count":N}}  N agent_message_chunk updates whose text
 //	                                 is S bytes of JSON string, then the answer
 //	{"permission":true}              a tool_call update, a
-//	                                 session/request_permission request the
-//	                                 editor must answer, a tool_call_update
-//	                                 (completed), then the answer
+//	                                 session/request_permission request, a
+//	                                 tool_call_update (completed when the
+//	                                 answer allowed it once, failed otherwise),
+//	                                 then the answer
+//	{"sink":{"size":S,"exact":E}}    the answer at once: the prompt's text is
+//	                                 S bytes of payload, which the agent
+//	                                 compares (its length and ends, every
+//	                                 byte when E) instead of decoding it
 //
+// Sink prompts are recognised by their head, byte for byte the one the
+// editor writes (see readSink), so that a large prompt costs the agent a
+// comparison, not a JSON decode, and the figures show the relay's cost.
 // Messages are built once and written as they are, so the agent costs the
 // same, and little, in every configuration.
 
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
-type promptParams struct {
-	Meta struct {
-		Bench struct {
-			Stream *struct {
-				Size  int `json:"size"`
-				Count int `json:"count"`
-			} `json:"stream"`
-			Permission bool `json:"permission"`
-		} `json:"bench"`
-	} `json:"_meta"`
+type benchMeta struct {
+	Stream *struct {
+		Size  int `json:"size"`
+		Count int `json:"count"`
+	} `json:"stream"`
+	Permission bool `json:"permission"`
 }
 
 type fakeAgent struct {
@@ -53,8 +52,10 @@ type fakeAgent struct {
 	w      io.Writer
 	out    []byte
 	nextID int
-	// update is the last update line built, reused while the size repeats.
-	update []byte
+	// update is the last update line built, reused while the size repeats;
+	// sinkWant likewise is what the agent expects after a sink prompt's _meta.
+	update   []byte
+	sinkWant []byte
 }
 
 func runAgent(in io.Reader, out io.Writer) int {
@@ -72,9 +73,15 @@ func (a *fakeAgent) serve() error {
 		if err != nil {
 			return err
 		}
+		if id, size, exact, rest, ok := readSink(line); ok {
+			if err := a.sink(id, size, exact, rest); err != nil {
+				return err
+			}
+			continue
+		}
 		var m envelope
 		if err := json.Unmarshal(line, &m); err != nil {
-			return fmt.Errorf("reading %q: %w", line, err)
+			return fmt.Errorf("reading %.200q: %w", line, err)
 		}
 		if m.Method == "" || m.ID == nil {
 			continue // notifications and stray responses need no answer
@@ -98,9 +105,19 @@ func (a *fakeAgent) serve() error {
 	}
 }
 
-func (a *fakeAgent) prompt(id json.RawMessage, raw json.RawMessage) error {
-	var p promptParams
-	if err := json.Unmarshal(raw, &p); err != nil {
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func (a *fakeAgent) prompt(id, params json.RawMessage) error {
+	var p struct {
+		Meta struct {
+			Bench benchMeta `json:"bench"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
 		return fmt.Errorf("prompt params: %w", err)
 	}
 	switch b := p.Meta.Bench; {
@@ -122,6 +139,66 @@ func (a *fakeAgent) prompt(id json.RawMessage, raw json.RawMessage) error {
 	return a.respond(id, `{"stopReason":"end_turn"}`)
 }
 
+// sink answers a sink prompt at once, after checking what followed its
+// _meta: its length and both ends, or every byte when exact. A prompt that
+// differs from what the editor sent is answered with an error.
+func (a *fakeAgent) sink(id []byte, size int, exact bool, rest []byte) error {
+	if len(a.sinkWant) != sinkRestLen(size) {
+		a.sinkWant = sinkRest(size)
+	}
+	want := a.sinkWant
+	ends := min(64, len(want))
+	var wrong string
+	switch {
+	case len(rest) != len(want):
+		wrong = fmt.Sprintf("bench: the prompt has %d bytes after _meta, the editor sent %d", len(rest), len(want))
+	case exact && !bytes.Equal(rest, want),
+		!bytes.Equal(rest[:ends], want[:ends]),
+		!bytes.Equal(rest[len(rest)-ends:], want[len(want)-ends:]):
+		wrong = "bench: the prompt's bytes differ from what the editor sent"
+	}
+	if wrong != "" {
+		return a.write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":%q}}`+"\n", id, wrong))
+	}
+	return a.respond(id, `{"stopReason":"end_turn"}`)
+}
+
+// readSink reads a sink prompt by its head, byte for byte the one
+// sinkPrompt writes, so that a large prompt costs the agent a comparison
+// rather than a JSON decode; ok is false for any other line, which the agent
+// decodes whole.
+func readSink(line []byte) (id []byte, size int, exact bool, rest []byte, ok bool) {
+	rest, ok = bytes.CutPrefix(line, []byte(sinkHead))
+	if !ok {
+		return nil, 0, false, nil, false
+	}
+	id, rest = leadingDigits(rest)
+	if rest, ok = bytes.CutPrefix(rest, []byte(sinkMethod)); !ok || len(id) == 0 {
+		return nil, 0, false, nil, false
+	}
+	digits, rest := leadingDigits(rest)
+	size, err := strconv.Atoi(string(digits))
+	if err != nil {
+		return nil, 0, false, nil, false
+	}
+	for i, exact := range []bool{false, true} {
+		if rest, ok := bytes.CutPrefix(rest, sinkExacts[i]); ok {
+			return id, size, exact, rest, true
+		}
+	}
+	return nil, 0, false, nil, false
+}
+
+var sinkExacts = [2][]byte{fmt.Appendf(nil, sinkExact, false), fmt.Appendf(nil, sinkExact, true)}
+
+func leadingDigits(b []byte) (digits, rest []byte) {
+	n := 0
+	for n < len(b) && '0' <= b[n] && b[n] <= '9' {
+		n++
+	}
+	return b[:n], b[n:]
+}
+
 func (a *fakeAgent) permission() error {
 	n := a.nextID
 	a.nextID++
@@ -136,18 +213,72 @@ func (a *fakeAgent) permission() error {
 	if err != nil {
 		return err
 	}
-	var m envelope
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Result *struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+		} `json:"result"`
+	}
 	if err := json.Unmarshal(line, &m); err != nil || string(m.ID) != strconv.Itoa(n) {
 		return fmt.Errorf("expected the answer to permission request %d, got %q", n, line)
 	}
-	return a.write(fmt.Appendf(nil, toolCallDone+"\n", call))
+	// As a real agent does: run the tool only when the answer allowed it.
+	status := "failed"
+	if m.Result != nil && m.Result.Outcome.Outcome == "selected" && m.Result.Outcome.OptionID == "allow-once" {
+		status = "completed"
+	}
+	return a.write(fmt.Appendf(nil, toolCallDone+"\n", call, status))
 }
 
 const (
 	toolCallUpdate    = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":%q,"title":"git push","kind":"execute","status":"pending","rawInput":{"command":"git push"}}}}`
 	permissionRequest = `{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":%q,"title":"git push","kind":"execute","rawInput":{"command":"git push"}},"options":[{"optionId":"allow-once","name":"Allow","kind":"allow_once"},{"optionId":"allow-always","name":"Always allow","kind":"allow_always"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}`
-	toolCallDone      = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":"completed"}}}`
+	toolCallDone      = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":%q,"status":%q}}}`
 )
+
+// firstSinkID numbers the sink prompts: seven digits up to 9,999,999, so
+// the editor can renumber one prompt in place instead of copying it.
+const firstSinkID = 1_000_000
+
+const (
+	sinkHead   = `{"jsonrpc":"2.0","id":`
+	sinkMethod = `,"method":"session/prompt","params":{"_meta":{"bench":{"sink":{"size":`
+	sinkExact  = `,"exact":%t}}}`
+	sinkText   = `,"sessionId":"s1","prompt":[{"type":"text","text":"`
+	sinkTail   = `"}]}}`
+)
+
+// sinkPrompt is a session/prompt request, newline included, whose text is
+// size bytes of payload and which the agent answers at once; its id is at
+// idAt, for renumber.
+func sinkPrompt(size int, exact bool) (line []byte, idAt int) {
+	line = append(line, sinkHead...)
+	idAt = len(line)
+	line = strconv.AppendInt(line, firstSinkID, 10)
+	line = append(line, sinkMethod...)
+	line = strconv.AppendInt(line, int64(size), 10)
+	line = fmt.Appendf(line, sinkExact, exact)
+	line = append(line, sinkRest(size)...)
+	return append(line, '\n'), idAt
+}
+
+// renumber gives a sink prompt the id, which must have seven digits.
+func renumber(line []byte, idAt, id int) {
+	strconv.AppendInt(line[idAt:idAt], int64(id), 10) // writes in place: the id keeps its length
+}
+
+// sinkRest is what follows a sink prompt's _meta, without the newline.
+func sinkRest(size int) []byte {
+	b := make([]byte, 0, sinkRestLen(size))
+	b = append(b, sinkText...)
+	b = append(b, payload(size)...)
+	return append(b, sinkTail...)
+}
+
+func sinkRestLen(size int) int { return len(sinkText) + size + len(sinkTail) }
 
 func (a *fakeAgent) respond(id json.RawMessage, result string) error {
 	a.out = append(a.out[:0], `{"jsonrpc":"2.0","id":`...)
@@ -281,7 +412,7 @@ func runRelay() int {
 	cmd := &exec.Cmd{
 		Path:        exe,
 		Args:        []string{exe},
-		Env:         childEnv(roleAgent),
+		Env:         childEnv(roleAgent, ""),
 		Stdin:       inR,
 		Stdout:      outW,
 		Stderr:      errW,

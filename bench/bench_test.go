@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,32 +51,43 @@ func BenchmarkRoundTrip(b *testing.B) {
 // It reports each configuration's p50 and p99, and added-p50, the broker's
 // added median latency over the raw relay's, (broker-direct)/(raw-direct).
 func BenchmarkRoundTripInterleaved(b *testing.B) {
-	conns := make([]*conn, len(configs))
-	for i, config := range configs {
+	p50 := interleave(b, configs, func(_ string, c *conn) error {
+		_, err := c.setMode()
+		return err
+	})
+	// configs is direct, raw, broker.
+	b.ReportMetric((p50[2]-p50[0])/(p50[1]-p50[0]), "added-p50")
+}
+
+// interleave opens a connection for each config and, each op, runs turn on
+// every one in turn, the order rotating each op. It reports each config's
+// p50 and p99 (config-p50-ns, config-p99-ns) and returns the p50s.
+func interleave(b *testing.B, names []string, turn func(config string, c *conn) error) []float64 {
+	conns := make([]*conn, len(names))
+	for i, config := range names {
 		conns[i] = dial(b, config)
 	}
-	samples := make([][]time.Duration, len(configs))
+	samples := make([][]time.Duration, len(names))
 	n := 0
 	for b.Loop() {
-		for k := range configs {
-			i := (n + k) % len(configs)
-			d, err := conns[i].setMode()
-			if err != nil {
-				b.Fatalf("%s: %v", configs[i], conns[i].explain(err))
+		for k := range names {
+			i := (n + k) % len(names)
+			start := time.Now()
+			if err := turn(names[i], conns[i]); err != nil {
+				b.Fatalf("%s: %v", names[i], conns[i].explain(err))
 			}
-			samples[i] = append(samples[i], d)
+			samples[i] = append(samples[i], time.Since(start))
 		}
 		n++
 	}
-	p50 := make([]float64, len(configs))
-	for i, config := range configs {
+	p50 := make([]float64, len(names))
+	for i, config := range names {
 		slices.Sort(samples[i])
 		p50[i] = float64(percentile(samples[i], 50).Nanoseconds())
 		b.ReportMetric(p50[i], config+"-p50-ns")
 		b.ReportMetric(float64(percentile(samples[i], 99).Nanoseconds()), config+"-p99-ns")
 	}
-	// configs is direct, raw, broker.
-	b.ReportMetric((p50[2]-p50[0])/(p50[1]-p50[0]), "added-p50")
+	return p50
 }
 
 // setMode sends a session/set_mode request, waits for its answer, and
@@ -101,65 +113,141 @@ func (c *conn) setMode() (time.Duration, error) {
 // BenchmarkPermission measures a prompt turn in which the agent asks the
 // editor's permission: a tool_call update, session/request_permission and
 // its answer, a tool_call_update, and the prompt's answer. The broker
-// intercepts the request and, with no rules configured, asks the editor.
+// intercepts the request and, with no rules configured, asks the editor,
+// which answers at once.
 func BenchmarkPermission(b *testing.B) {
 	for _, config := range configs {
-		b.Run(config, func(b *testing.B) {
-			c := dial(b, config)
-			var samples []time.Duration
-			cpu := meterCPU(b, c)
-			for b.Loop() {
-				start := time.Now()
-				if err := c.permissionTurn(); err != nil {
-					b.Fatal(c.explain(err))
-				}
-				samples = append(samples, time.Since(start))
-			}
-			cpu.report(b)
-			reportLatency(b, samples)
-		})
+		b.Run(config, func(b *testing.B) { benchTurns(b, config, (*conn).permissionTurn) })
 	}
 }
 
-// permissionTurn plays the editor's side of one permission prompt.
-func (c *conn) permissionTurn() error {
+// BenchmarkPermissionDecided is BenchmarkPermission with the broker in a
+// home whose user rules allow the tool call: the broker answers the request
+// itself, and the editor sees the tool_call, the tool_call_update and the
+// prompt's answer. Only the broker can decide, so its baseline is the raw
+// relay's BenchmarkPermission, where the editor answers at once; the
+// sub-benchmark is named broker.
+func BenchmarkPermissionDecided(b *testing.B) {
+	b.Run(broker, func(b *testing.B) { benchTurns(b, decided, (*conn).decidedTurn) })
+}
+
+// BenchmarkPermissionInterleaved runs the permission turns of
+// BenchmarkPermission (direct, raw, broker) and of
+// BenchmarkPermissionDecided (decided) on four connections in turn, as
+// BenchmarkRoundTripInterleaved does, so that the added latency and the
+// decided turn's ratio to the raw relay compare turns that met the same load.
+func BenchmarkPermissionInterleaved(b *testing.B) {
+	interleave(b, []string{direct, raw, broker, decided}, func(config string, c *conn) error {
+		if config == decided {
+			return c.decidedTurn()
+		}
+		return c.permissionTurn()
+	})
+}
+
+// benchTurns times turn on one connection of config.
+func benchTurns(b *testing.B, config string, turn func(*conn) error) {
+	c := dial(b, config)
+	var samples []time.Duration
+	cpu := meterCPU(b, c)
+	for b.Loop() {
+		start := time.Now()
+		if err := turn(c); err != nil {
+			b.Fatal(c.explain(err))
+		}
+		samples = append(samples, time.Since(start))
+	}
+	cpu.report(b)
+	reportLatency(b, samples)
+}
+
+// permissionTurn plays the editor's side of one permission prompt, allowing
+// the tool call once.
+func (c *conn) permissionTurn() error { return c.answeredTurn("allow-once") }
+
+// answeredTurn is permissionTurn with the editor choosing optionID.
+func (c *conn) answeredTurn(optionID string) error {
 	id, err := c.request("session/prompt", permissionPrompt)
 	if err != nil {
 		return err
 	}
+	if _, err := c.expect("session/update", `"sessionUpdate":"tool_call",`); err != nil {
+		return err
+	}
+	line, err := c.expect("session/request_permission")
+	if err != nil {
+		return err
+	}
 	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+		ID json.RawMessage `json:"id"`
 	}
-	for _, want := range []string{"session/update", "session/request_permission"} {
-		line, err := c.r.line()
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal(line, &m); err != nil || m.Method != want {
-			return fmt.Errorf("expected %s, got %.200q", want, line)
-		}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return err
 	}
-	c.buf = fmt.Appendf(c.buf[:0], `{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`+"\n", m.ID)
+	c.buf = fmt.Appendf(c.buf[:0], `{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":%q}}}`+"\n", m.ID, optionID)
 	if _, err := c.in.Write(c.buf); err != nil {
+		return err
+	}
+	return c.toolCallDone(id)
+}
+
+// decidedTurn plays the editor's side of a permission prompt the broker
+// answers itself: the editor is not asked, and the agent reports the tool
+// call completed, which it does only when it was allowed once.
+func (c *conn) decidedTurn() error {
+	id, err := c.request("session/prompt", permissionPrompt)
+	if err != nil {
+		return err
+	}
+	if _, err := c.expect("session/update", `"sessionUpdate":"tool_call",`); err != nil {
+		return err
+	}
+	if err := c.toolCallDone(id); err != nil {
+		if strings.Contains(err.Error(), "session/request_permission") {
+			return fmt.Errorf("the broker did not decide the request, the editor was asked: %w", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// toolCallDone reads the end of a permission turn: the tool_call_update
+// saying the call completed, then the answer to prompt id.
+func (c *conn) toolCallDone(id int) error {
+	if _, err := c.expect("session/update", `"sessionUpdate":"tool_call_update",`, `"status":"completed"`); err != nil {
 		return err
 	}
 	line, err := c.r.line()
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(line, []byte(`"tool_call_update"`)) {
-		return fmt.Errorf("expected the tool_call_update, got %.200q", line)
-	}
-	if line, err = c.r.line(); err != nil {
-		return err
-	}
 	return isResponse(line, id)
 }
 
+// expect reads the next line and checks that it is a method message
+// containing each of parts.
+func (c *conn) expect(method string, parts ...string) ([]byte, error) {
+	line, err := c.r.line()
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil || m.Method != method {
+		return nil, fmt.Errorf("expected %s %q, got %.300q", method, parts, line)
+	}
+	for _, p := range parts {
+		if !bytes.Contains(line, []byte(p)) {
+			return nil, fmt.Errorf("expected %s %q, got %.300q", method, parts, line)
+		}
+	}
+	return line, nil
+}
+
 // BenchmarkStream1KiB and BenchmarkStream1MiB measure throughput of an
-// agent streaming agent_message_chunk updates whose text is 1 KiB or 1 MiB.
-// One op is one update; MB/s counts whole lines.
+// agent streaming agent_message_chunk updates whose text is 1 KiB or 1 MiB,
+// back to back. One op is one update; MB/s counts whole lines.
 func BenchmarkStream1KiB(b *testing.B) { benchStream(b, 1<<10) }
 func BenchmarkStream1MiB(b *testing.B) { benchStream(b, 1<<20) }
 
@@ -168,6 +256,9 @@ func benchStream(b *testing.B, size int) {
 	for _, config := range configs {
 		b.Run(config, func(b *testing.B) {
 			c := dial(b, config)
+			if err := c.streamExact(line, size); err != nil {
+				b.Fatal(c.explain(err))
+			}
 			b.SetBytes(int64(len(line)))
 			cpu := meterCPU(b, c)
 			b.ResetTimer()
@@ -175,6 +266,29 @@ func benchStream(b *testing.B, size int) {
 				b.Fatal(c.explain(err))
 			}
 			b.StopTimer()
+			cpu.report(b)
+		})
+	}
+}
+
+// BenchmarkStream20MiB measures one 20 MiB update at a time: one op is a
+// prompt, the one update the agent streams for it, read whole, and the
+// prompt's answer.
+func BenchmarkStream20MiB(b *testing.B) {
+	line := updateLine(bigMessage)
+	for _, config := range configs {
+		b.Run(config, func(b *testing.B) {
+			c := dial(b, config)
+			if err := c.streamExact(line, bigMessage); err != nil {
+				b.Fatal(c.explain(err))
+			}
+			b.SetBytes(int64(len(line)))
+			cpu := meterCPU(b, c)
+			for b.Loop() {
+				if err := c.stream(line, bigMessage, 1); err != nil {
+					b.Fatal(c.explain(err))
+				}
+			}
 			cpu.report(b)
 		})
 	}
@@ -201,6 +315,125 @@ func (c *conn) stream(line []byte, size, count int) error {
 		return err
 	}
 	return isResponse(resp, id)
+}
+
+// streamExact asks for one update of size bytes and checks that it arrives
+// byte for byte as the agent wrote it, line.
+func (c *conn) streamExact(line []byte, size int) error {
+	id, err := c.request("session/prompt", streamPrompt(size, 1))
+	if err != nil {
+		return err
+	}
+	got, err := c.r.line()
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, line[:len(line)-1]) {
+		return fmt.Errorf("the update of %d bytes arrived changed: got %d bytes starting %.128q", len(line)-1, len(got), got)
+	}
+	if got, err = c.r.line(); err != nil {
+		return err
+	}
+	return isResponse(got, id)
+}
+
+// BenchmarkRequests1KiB and BenchmarkRequests1MiB measure throughput of the
+// editor sending session/prompt requests whose text is 1 KiB or 1 MiB,
+// pipelined: a writer sends them back to back while the editor reads the
+// agent's answers, which come at once. One op is one request; MB/s counts
+// the requests' whole lines.
+func BenchmarkRequests1KiB(b *testing.B) { benchRequests(b, 1<<10) }
+func BenchmarkRequests1MiB(b *testing.B) { benchRequests(b, 1<<20) }
+
+func benchRequests(b *testing.B, size int) {
+	line, idAt := sinkPrompt(size, false)
+	for _, config := range configs {
+		b.Run(config, func(b *testing.B) {
+			c := dial(b, config)
+			if err := c.sinkExact(size); err != nil {
+				b.Fatal(c.explain(err))
+			}
+			b.SetBytes(int64(len(line)))
+			cpu := meterCPU(b, c)
+			b.ResetTimer()
+			if err := c.sink(line, idAt, b.N); err != nil {
+				b.Fatal(c.explain(err))
+			}
+			b.StopTimer()
+			cpu.report(b)
+		})
+	}
+}
+
+// BenchmarkRequests20MiB measures one 20 MiB request at a time: one op is a
+// session/prompt whose text is 20 MiB, sent whole, and its answer.
+func BenchmarkRequests20MiB(b *testing.B) {
+	line, idAt := sinkPrompt(bigMessage, false)
+	for _, config := range configs {
+		b.Run(config, func(b *testing.B) {
+			c := dial(b, config)
+			if err := c.sinkExact(bigMessage); err != nil {
+				b.Fatal(c.explain(err))
+			}
+			b.SetBytes(int64(len(line)))
+			cpu := meterCPU(b, c)
+			for b.Loop() {
+				if err := c.sink(line, idAt, 1); err != nil {
+					b.Fatal(c.explain(err))
+				}
+			}
+			cpu.report(b)
+		})
+	}
+}
+
+// sink sends count copies of the sink prompt line, numbered from the
+// connection's next sink id, from a writer goroutine while it reads and
+// checks the agent's answers, in order.
+func (c *conn) sink(line []byte, idAt, count int) error {
+	first := c.nextSink
+	if first == 0 {
+		first = firstSinkID
+	}
+	c.nextSink = first + count
+	if c.nextSink > 9_999_999 {
+		return fmt.Errorf("more than %d sink prompts on one connection", 9_999_999-firstSinkID)
+	}
+	written := make(chan error, 1)
+	go func() {
+		for i := range count {
+			renumber(line, idAt, first+i)
+			if _, err := c.in.Write(line); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	var err error
+	for i := 0; i < count && err == nil; i++ {
+		var got []byte
+		if got, err = c.r.line(); err == nil {
+			c.want = fmt.Appendf(c.want[:0], `{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, first+i)
+			if !bytes.Equal(got, c.want) {
+				err = fmt.Errorf("got %.300q, want %q", got, c.want)
+			}
+		}
+	}
+	if err != nil {
+		c.in.Close() // unblocks the writer; the connection is done
+	}
+	if werr := <-written; err == nil {
+		err = werr
+	}
+	return err
+}
+
+// sinkExact sends one sink prompt of size bytes that the agent compares
+// byte for byte with what the editor built.
+func (c *conn) sinkExact(size int) error {
+	line, idAt := sinkPrompt(size, true)
+	return c.sink(line, idAt, 1)
 }
 
 // bigMessage is the text size of the updates used to measure peak memory,

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,37 +26,48 @@ const (
 
 var configs = []string{direct, raw, broker}
 
+// decided is the broker in decidedHome, whose rules allow the fake agent's
+// tool call: the broker answers the permission request itself.
+const decided = "decided"
+
 // conn is the fake editor's end of one connection: the process it started
 // (the agent itself, the relay, or the broker) and that process's stdio.
 type conn struct {
+	dir    string // the process's home and working directory, the session's cwd
 	cmd    *exec.Cmd
 	in     *os.File // the process's stdin
 	out    *os.File // the process's stdout
 	r      *lineReader
 	stderr *tail
 	nextID int
-	buf    []byte
-	want   []byte
+	// nextSink is the id of the next sink prompt, 0 before the first.
+	nextSink int
+	buf      []byte
+	want     []byte
 }
 
 // startConn starts the process for config; it has not been sent anything yet.
 func startConn(config string) (*conn, error) {
 	var cmd *exec.Cmd
+	dir := home
 	switch config {
 	case direct:
 		cmd = exec.Command(self)
-		cmd.Env = childEnv(roleAgent)
+		cmd.Env = childEnv(roleAgent, dir)
 	case raw:
 		cmd = exec.Command(self)
-		cmd.Env = childEnv(roleRelay)
-	case broker:
+		cmd.Env = childEnv(roleRelay, dir)
+	case broker, decided:
 		if brokerBin == "" {
 			return nil, fmt.Errorf("acp-broker was not built: run with -bench")
+		}
+		if config == decided {
+			dir = decidedHome
 		}
 		// Default flags: what a user runs. The broker's environment reaches
 		// the agent, which is how the test binary knows to play it.
 		cmd = exec.Command(brokerBin, "--", self)
-		cmd.Env = childEnv(roleAgent)
+		cmd.Env = childEnv(roleAgent, dir)
 	default:
 		return nil, fmt.Errorf("unknown configuration %q", config)
 	}
@@ -68,8 +81,8 @@ func startConn(config string) (*conn, error) {
 		inW.Close()
 		return nil, err
 	}
-	cmd.Dir = home
-	c := &conn{cmd: cmd, in: inW, out: outR, r: newLineReader(outR), stderr: &tail{}}
+	cmd.Dir = dir
+	c := &conn{dir: dir, cmd: cmd, in: inW, out: outR, r: newLineReader(outR), stderr: &tail{}}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr
 	err = cmd.Start()
 	inR.Close()
@@ -93,7 +106,7 @@ func dial(tb testing.TB, config string) *conn {
 	if err := c.initialize(); err != nil {
 		tb.Fatalf("%s: %v", config, c.explain(err))
 	}
-	if _, err := c.call("session/new", fmt.Sprintf(`{"cwd":%q,"mcpServers":[]}`, home)); err != nil {
+	if _, err := c.call("session/new", fmt.Sprintf(`{"cwd":%q,"mcpServers":[]}`, c.dir)); err != nil {
 		tb.Fatalf("%s: session/new: %v", config, c.explain(err))
 	}
 	return c
@@ -284,12 +297,25 @@ func reportLatency(b *testing.B, samples []time.Duration) {
 	b.ReportMetric(float64(percentile(samples, 99).Nanoseconds()), "p99-ns")
 }
 
-// TestHarness checks, quickly and without the broker, that the fake editor,
-// the fake agent and the raw relay speak to each other as the benchmarks
-// expect, and that the relay passes the same bytes as the direct pipe.
+// TestHarness checks, quickly, that the fake editor, the fake agent, the raw
+// relay and the broker (built unless -short) speak to each other as the
+// benchmarks expect, that every path passes the same bytes as the direct
+// pipe, and that the editor's checks fail when they should.
 func TestHarness(t *testing.T) {
+	checked := []string{direct, raw}
+	if !testing.Short() {
+		if brokerBin == "" {
+			dir := t.TempDir()
+			brokerBin = filepath.Join(dir, "acp-broker")
+			t.Cleanup(func() { brokerBin = "" })
+			if err := goBuild("-o", brokerBin, brokerPackage); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checked = append(checked, broker, decided)
+	}
 	var got [][]byte
-	for _, config := range []string{direct, raw} {
+	for _, config := range checked {
 		c := dial(t, config)
 		if _, err := c.call("session/set_mode", setModeParams); err != nil {
 			t.Fatalf("%s: %v", config, c.explain(err))
@@ -313,19 +339,66 @@ func TestHarness(t *testing.T) {
 		if err := isResponse(line, id); err != nil {
 			t.Fatalf("%s: %v", config, err)
 		}
-		if err := c.permissionTurn(); err != nil {
-			t.Fatalf("%s: %v", config, c.explain(err))
-		}
 		got = append(got, all)
+		if err := c.streamExact(updateLine(5000), 5000); err != nil {
+			t.Errorf("%s: streamExact: %v", config, c.explain(err))
+		}
+		if err := c.sinkExact(5000); err != nil {
+			t.Errorf("%s: sinkExact: %v", config, c.explain(err))
+		}
+		sinkLine, idAt := sinkPrompt(300, false)
+		if err := c.sink(sinkLine, idAt, 50); err != nil {
+			t.Errorf("%s: 50 sink prompts: %v", config, c.explain(err))
+		}
+		// Where the broker decides, the editor must not be asked, and
+		// elsewhere it must be: each turn fails on the other's traffic.
+		if config == decided {
+			if err := c.decidedTurn(); err != nil {
+				t.Fatalf("%s: decided turn: %v", config, c.explain(err))
+			}
+			if err := c.permissionTurn(); err == nil || !strings.Contains(err.Error(), "tool_call_update") {
+				t.Errorf("%s: an asked turn passed where the broker decides: %v", config, err)
+			}
+		} else {
+			if err := c.permissionTurn(); err != nil {
+				t.Fatalf("%s: permission turn: %v", config, c.explain(err))
+			}
+			if err := c.decidedTurn(); err == nil || !strings.Contains(err.Error(), "session/request_permission") {
+				t.Errorf("%s: a decided turn passed where the editor is asked: %v", config, err)
+			}
+		}
 	}
-	if want := bytes.Repeat(updateLine(300), 5); !bytes.Equal(got[0], want) {
-		t.Errorf("direct stream:\n got %q\nwant %q", got[0], want)
-	}
-	if !bytes.Equal(got[0], got[1]) {
-		t.Errorf("the raw relay changed the stream:\n got %q\nwant %q", got[1], got[0])
+	want := bytes.Repeat(updateLine(300), 5)
+	for i, config := range checked {
+		if !bytes.Equal(got[i], want) {
+			t.Errorf("%s: the stream arrived changed:\n got %q\nwant %q", config, got[i], want)
+		}
 	}
 	var v any
 	if err := json.Unmarshal(updateLine(4096), &v); err != nil {
 		t.Errorf("an update line is not JSON: %v", err)
+	}
+	line, _ := sinkPrompt(4096, true)
+	if err := json.Unmarshal(line, &v); err != nil {
+		t.Errorf("a sink prompt is not JSON: %v", err)
+	}
+}
+
+// TestHarnessRefuses checks that the fake agent and editor notice what the
+// benchmarks must not take for a pass: a prompt changed on the way, and a
+// tool call the editor did not allow.
+func TestHarnessRefuses(t *testing.T) {
+	line, idAt := sinkPrompt(5000, true)
+	line[len(line)-100] = 'X'
+	if err := dial(t, direct).sink(line, idAt, 1); err == nil || !strings.Contains(err.Error(), "differ") {
+		t.Errorf("a prompt changed in one byte: %v", err)
+	}
+	line, idAt = sinkPrompt(5000, false)
+	line = append(line[:len(line)-200:len(line)-200], line[len(line)-199:]...)
+	if err := dial(t, direct).sink(line, idAt, 1); err == nil || !strings.Contains(err.Error(), "bytes after _meta") {
+		t.Errorf("a prompt one byte short: %v", err)
+	}
+	if err := dial(t, direct).answeredTurn("reject"); err == nil || !strings.Contains(err.Error(), "completed") {
+		t.Errorf("a rejected tool call: %v", err)
 	}
 }

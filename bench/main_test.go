@@ -26,6 +26,8 @@ const (
 // one built with extra instrumentation) instead of building ./cmd/acp-broker.
 const prebuiltEnv = "ACP_BROKER_BENCH_BINARY"
 
+const brokerPackage = "github.com/acp-broker/acp-broker/cmd/acp-broker"
+
 var (
 	// self is this test binary, re-executed as the agent and the relay.
 	self string
@@ -35,7 +37,19 @@ var (
 	// directory, of every process started: the broker reads no rules and
 	// writes no audit log of the user's.
 	home string
+	// decidedHome is the home of the decided configuration: its user rule
+	// file allows the fake agent's tool call.
+	decidedHome string
 )
+
+// decidingRules allow the command of the fake agent's tool call (git push),
+// so that the broker answers its permission request itself.
+const decidingRules = `[[rule]]
+id = "bench-push"
+decision = "allow"
+reason = "the bench agent's tool call"
+command = ["git push"]
+`
 
 func TestMain(m *testing.M) {
 	switch role := os.Getenv(roleEnv); role {
@@ -63,6 +77,18 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(home)
+	// The user layer's file, as rules.DefaultLocations finds it under the
+	// XDG_CONFIG_HOME that childEnv sets.
+	decidedHome = filepath.Join(home, "decided")
+	userRules := filepath.Join(decidedHome, "config", "acp-broker", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(userRules), 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	if err := os.WriteFile(userRules, []byte(decidingRules), 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
 	// The broker is built only for benchmarks, so `go test ./bench/` stays quick.
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		if brokerBin = os.Getenv(prebuiltEnv); brokerBin == "" {
@@ -73,7 +99,7 @@ func testMain(m *testing.M) int {
 			}
 			defer os.RemoveAll(dir)
 			brokerBin = filepath.Join(dir, "acp-broker")
-			if err := goBuild("-o", brokerBin, "github.com/acp-broker/acp-broker/cmd/acp-broker"); err != nil {
+			if err := goBuild("-o", brokerBin, brokerPackage); err != nil {
 				fmt.Fprintf(os.Stderr, "bench: error: cannot build acp-broker, so there is nothing to measure:\n%v\n", err)
 				return 1
 			}
@@ -91,9 +117,10 @@ func goBuild(args ...string) error {
 	return nil
 }
 
-// childEnv is the environment of a process playing role. A race-enabled
-// binary would otherwise sleep a second at exit.
-func childEnv(role string) []string {
+// childEnv is the environment of a process playing role, in home unless
+// home is "" (then it inherits this process's). A race-enabled binary would
+// otherwise sleep a second at exit.
+func childEnv(role, home string) []string {
 	env := append(os.Environ(), roleEnv+"="+role, "GORACE=atexit_sleep_ms=0")
 	if home != "" {
 		env = append(env, "HOME="+home, "XDG_CONFIG_HOME="+home+"/config", "XDG_STATE_HOME="+home+"/state")

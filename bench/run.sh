@@ -1,31 +1,35 @@
 #!/usr/bin/env bash
 # Measures acp-broker against a direct pipe and a raw io.Copy relay, for the
-# same traffic in the same run, and prints the figures and the performance
-# targets, each marked pass or FAIL. Needs only the Go toolchain (Linux).
+# same traffic in the same run, and the rule engine, and prints the figures
+# and every performance target, each marked pass or FAIL with its formula.
+# Needs only the Go toolchain (Linux).
 #
-#   bench/run.sh                        # 5 repetitions, about 3 minutes on 2 cores
+#   bench/run.sh                        # 5 repetitions
 #   BENCH_COUNT=3 BENCH_TIME=1s bench/run.sh
 #   BENCH_OUT=bench.txt bench/run.sh    # also keep the raw `go test` output
 #   ACP_BROKER_BENCH_BINARY=/path/to/acp-broker bench/run.sh   # measure that build
 #
-# Exit status: 0 when every target passes, 1 when one fails, 2 on error.
+# Exit status: 0 when every target passes, 1 when one fails, 2 when a
+# benchmark failed to run (the table is still printed, its figures missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 count=${BENCH_COUNT:-5}
-benchtime=${BENCH_TIME:-0.5s}   # per benchmark, per configuration
-starts=${BENCH_STARTS:-20}      # start-ups timed per configuration
+benchtime=${BENCH_TIME:-0.5s}    # per benchmark, per configuration
+starts=${BENCH_STARTS:-20}       # start-ups timed per configuration
+decisions=${BENCH_DECISIONS:-20000} # rule decisions timed per rule count: enough for the p99
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=${BENCH_OUT:-$tmp/bench.txt}
 go build -o "$tmp/benchtable" ./bench/internal/benchtable
 
-# bench PATTERN BENCHTIME runs the benchmarks matching PATTERN once.
+broken=0
+# bench PACKAGE PATTERN BENCHTIME runs the benchmarks matching PATTERN once.
 bench() {
-	echo "+ go test -run '^\$' -bench '$1' -benchtime $2 -count 1 ./bench/   # repetition $i of $count" >&2
-	if ! go test -run '^$' -bench "$1" -benchtime "$2" -count 1 -timeout 10m ./bench/ | tee -a "$out"; then
-		echo "bench: the benchmarks failed; see above" >&2
-		exit 2
+	echo "+ go test -run '^\$' -bench '$2' -benchtime $3 -count 1 $1   # repetition $i of $count" >&2
+	if ! go test -run '^$' -bench "$2" -benchtime "$3" -count 1 -timeout 10m "$1" | tee -a "$out"; then
+		echo "bench: a benchmark failed; see above" >&2
+		broken=1
 	fi
 }
 # Each repetition runs all three configurations one after the other, so a
@@ -34,7 +38,15 @@ bench() {
 # configuration N times in a row.)
 : >"$out"
 for i in $(seq "$count"); do
-	bench '^Benchmark(RoundTrip|RoundTripInterleaved|Permission|Stream1KiB|Stream1MiB|Memory)$' "$benchtime"
-	bench '^BenchmarkStartup$' "${starts}x"
+	bench ./bench/ '^Benchmark(RoundTrip|RoundTripInterleaved|Permission|PermissionDecided|PermissionInterleaved|Stream1KiB|Stream1MiB|Stream20MiB|Requests1KiB|Requests1MiB|Requests20MiB|Memory)$' "$benchtime"
+	bench ./bench/ '^BenchmarkStartup$' "${starts}x"
+	bench ./rules/ '^BenchmarkDecide$' "${decisions}x"
 done
-"$tmp/benchtable" <"$out"
+status=0
+"$tmp/benchtable" <"$out" || status=$?
+echo
+echo "bench/run.sh: $count repetitions in $((SECONDS / 60))m$((SECONDS % 60))s"
+if [ "$broken" = 1 ]; then
+	exit 2
+fi
+exit "$status"

@@ -84,41 +84,61 @@ func cellUnit(v []float64, scale float64, prec int, unit string) string {
 	return out
 }
 
+// row is one line of the figures: bench's unit for each configuration,
+// scaled by 1/scale. A row with only is the one configuration that runs it,
+// shown in the broker column.
 type row struct {
 	label, bench, unit string
 	scale              float64
 	prec               int
+	only               string
 }
 
 var rows = []row{
-	{"round trip p50 (µs)", "RoundTrip", "p50-ns", 1e3, 1},
-	{"round trip p99 (µs)", "RoundTrip", "p99-ns", 1e3, 1},
-	{"round trip p50, interleaved (µs)", "RoundTripInterleaved", "p50-ns", 1e3, 1},
-	{"round trip p99, interleaved (µs)", "RoundTripInterleaved", "p99-ns", 1e3, 1},
-	{"permission turn p50 (µs)", "Permission", "p50-ns", 1e3, 1},
-	{"permission turn p99 (µs)", "Permission", "p99-ns", 1e3, 1},
-	{"stream 1 KiB updates (MB/s)", "Stream1KiB", "MB/s", 1, 1},
-	{"stream 1 MiB updates (MB/s)", "Stream1MiB", "MB/s", 1, 1},
-	{"one 20 MiB update (MB/s)", "Memory", "MB/s", 1, 1},
-	{"start-up to initialize p50 (ms)", "Startup", "p50-ns", 1e6, 2},
-	{"CPU per round trip (µs) [1]", "RoundTrip", "cpu-ns/op", 1e3, 1},
-	{"CPU per permission turn (µs) [1]", "Permission", "cpu-ns/op", 1e3, 1},
-	{"CPU per 1 KiB update (µs) [1]", "Stream1KiB", "cpu-ns/op", 1e3, 2},
-	{"CPU per 1 MiB update (µs) [1]", "Stream1MiB", "cpu-ns/op", 1e3, 0},
-	{"CPU per 20 MiB update (ms) [1]", "Memory", "cpu-ns/op", 3e6, 1},
-	{"idle RSS (MB)", "Memory", "idle-MB", 1, 1},
-	{"peak RSS, 20 MiB update (MB)", "Memory", "peak-MB", 1, 1},
+	{label: "round trip p50 (µs)", bench: "RoundTrip", unit: "p50-ns", scale: 1e3, prec: 1},
+	{label: "round trip p99 (µs)", bench: "RoundTrip", unit: "p99-ns", scale: 1e3, prec: 1},
+	{label: "round trip p50, interleaved (µs)", bench: "RoundTripInterleaved", unit: "p50-ns", scale: 1e3, prec: 1},
+	{label: "round trip p99, interleaved (µs)", bench: "RoundTripInterleaved", unit: "p99-ns", scale: 1e3, prec: 1},
+	{label: "permission turn p50 (µs)", bench: "Permission", unit: "p50-ns", scale: 1e3, prec: 1},
+	{label: "permission turn p99 (µs)", bench: "Permission", unit: "p99-ns", scale: 1e3, prec: 1},
+	{label: "permission turn p50, interleaved (µs)", bench: "PermissionInterleaved", unit: "p50-ns", scale: 1e3, prec: 1},
+	{label: "permission turn p99, interleaved (µs)", bench: "PermissionInterleaved", unit: "p99-ns", scale: 1e3, prec: 1},
+	{label: "decided turn p50 (µs) [2]", bench: "PermissionDecided", unit: "p50-ns", scale: 1e3, prec: 1, only: "broker"},
+	{label: "decided turn p99 (µs) [2]", bench: "PermissionDecided", unit: "p99-ns", scale: 1e3, prec: 1, only: "broker"},
+	{label: "decided turn p50, interleaved (µs) [2]", bench: "PermissionInterleaved", unit: "p50-ns", scale: 1e3, prec: 1, only: "decided"},
+	{label: "decided turn p99, interleaved (µs) [2]", bench: "PermissionInterleaved", unit: "p99-ns", scale: 1e3, prec: 1, only: "decided"},
+	{label: "updates 1 KiB, streamed (MB/s)", bench: "Stream1KiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "updates 1 MiB, streamed (MB/s)", bench: "Stream1MiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "updates 20 MiB, one at a time (MB/s)", bench: "Stream20MiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "updates 20 MiB, 3 back to back (MB/s)", bench: "Memory", unit: "MB/s", scale: 1, prec: 1},
+	{label: "requests 1 KiB, pipelined (MB/s)", bench: "Requests1KiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "requests 1 MiB, pipelined (MB/s)", bench: "Requests1MiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "requests 20 MiB, one at a time (MB/s)", bench: "Requests20MiB", unit: "MB/s", scale: 1, prec: 1},
+	{label: "start-up to initialize p50 (ms)", bench: "Startup", unit: "p50-ns", scale: 1e6, prec: 2},
+	{label: "CPU per round trip (µs) [1]", bench: "RoundTrip", unit: "cpu-ns/op", scale: 1e3, prec: 1},
+	{label: "CPU per permission turn (µs) [1]", bench: "Permission", unit: "cpu-ns/op", scale: 1e3, prec: 1},
+	{label: "CPU per decided turn (µs) [1] [2]", bench: "PermissionDecided", unit: "cpu-ns/op", scale: 1e3, prec: 1, only: "broker"},
+	{label: "CPU per 1 KiB update (µs) [1]", bench: "Stream1KiB", unit: "cpu-ns/op", scale: 1e3, prec: 2},
+	{label: "CPU per 1 MiB update (µs) [1]", bench: "Stream1MiB", unit: "cpu-ns/op", scale: 1e3, prec: 0},
+	{label: "CPU per 20 MiB update (ms) [1]", bench: "Stream20MiB", unit: "cpu-ns/op", scale: 1e6, prec: 1},
+	{label: "CPU per 1 KiB request (µs) [1]", bench: "Requests1KiB", unit: "cpu-ns/op", scale: 1e3, prec: 2},
+	{label: "CPU per 1 MiB request (µs) [1]", bench: "Requests1MiB", unit: "cpu-ns/op", scale: 1e3, prec: 0},
+	{label: "CPU per 20 MiB request (ms) [1]", bench: "Requests20MiB", unit: "cpu-ns/op", scale: 1e6, prec: 1},
+	{label: "idle RSS (MB)", bench: "Memory", unit: "idle-MB", scale: 1, prec: 1},
+	{label: "peak RSS, 3×20 MiB updates (MB)", bench: "Memory", unit: "peak-MB", scale: 1, prec: 1},
 }
 
-// perRep combines the i-th repetition of the configurations' values.
+// perRep combines the i-th repetition of three configurations' values,
+// direct's missing (0) when bench has no direct figures.
 func perRep(r results, bench, unit string, f func(d, raw, b float64) float64) []float64 {
-	d, rw, b := r.get(bench, "direct", unit), r.get(bench, "raw", unit), r.get(bench, "broker", unit)
-	n := len(b)
-	if len(rw) < n {
-		n = len(rw)
-	}
-	if d != nil && len(d) < n {
-		n = len(d)
+	return combine(r.get(bench, "direct", unit), r.get(bench, "raw", unit), r.get(bench, "broker", unit), f)
+}
+
+// combine applies f to the i-th values of d, raw and b; d may be nil.
+func combine(d, raw, b []float64, f func(d, raw, b float64) float64) []float64 {
+	n := min(len(raw), len(b))
+	if d != nil {
+		n = min(n, len(d))
 	}
 	var out []float64
 	for i := range n {
@@ -126,19 +146,31 @@ func perRep(r results, bench, unit string, f func(d, raw, b float64) float64) []
 		if d != nil {
 			dv = d[i]
 		}
-		out = append(out, f(dv, rw[i], b[i]))
+		out = append(out, f(dv, raw[i], b[i]))
 	}
 	return out
 }
 
+// A check is one target: its figure, one per repetition, and its limit.
 type check struct {
 	label  string
-	values []float64 // one per repetition
+	values []float64
 	unit   string
 	prec   int
+	op     string // "≤", "<" or "≥"; "" for a figure given for scale, with no target
 	limit  float64
-	atMost bool // pass when the median is <= limit (else >=)
-	noGate bool // informational: no target
+}
+
+func (c check) passes(m float64) bool {
+	switch c.op {
+	case "≤":
+		return m <= c.limit
+	case "<":
+		return m < c.limit
+	case "≥":
+		return m >= c.limit
+	}
+	return false
 }
 
 func main() {
@@ -149,58 +181,86 @@ func main() {
 	}
 	reps := len(res.get("Stream1KiB", "broker", "MB/s"))
 	fmt.Printf("\nacp-broker benchmarks: median [min–max] over %d repetitions\n\n", reps)
-	w := []int{34, 26, 26, 26}
+	w := []int{40, 26, 26, 26}
 	fmt.Printf("%-*s %-*s %-*s %s\n", w[0], "", w[1], "direct", w[2], "raw relay", "broker")
 	for _, rw := range rows {
+		d, r, b := res.get(rw.bench, "direct", rw.unit), res.get(rw.bench, "raw", rw.unit), res.get(rw.bench, "broker", rw.unit)
+		if rw.only != "" {
+			d, r, b = nil, nil, res.get(rw.bench, rw.only, rw.unit)
+		}
 		fmt.Printf("%-*s %-*s %-*s %s\n", w[0], rw.label,
-			w[1], cell(res.get(rw.bench, "direct", rw.unit), rw.scale, rw.prec),
-			w[2], cell(res.get(rw.bench, "raw", rw.unit), rw.scale, rw.prec),
-			cell(res.get(rw.bench, "broker", rw.unit), rw.scale, rw.prec))
+			w[1], cell(d, rw.scale, rw.prec), w[2], cell(r, rw.scale, rw.prec), cell(b, rw.scale, rw.prec))
 	}
 
 	fmt.Println("\n[1] CPU time of the process the editor started: the agent itself (direct),")
 	fmt.Println("    the relay or the broker (not counting the agent behind them).")
+	fmt.Println("[2] the broker answers the permission request from its user rules; the")
+	fmt.Println("    editor sees no request (BenchmarkPermissionDecided fails if it does).")
 
 	added := func(d, raw, b float64) float64 { return (b - d) / (raw - d) }
 	ratio := func(_, raw, b float64) float64 { return b / raw }
-	checks := []check{
-		{label: "added p50 latency, (broker-direct)/(raw-direct)", values: res["RoundTripInterleaved"]["added-p50"], unit: "×", prec: 2, limit: 1.5, atMost: true},
-		{label: "  the same from the separate runs", values: perRep(res, "RoundTrip", "p50-ns", added), unit: "×", prec: 2, noGate: true},
-		{label: "added p50 permission turn, same ratio", values: perRep(res, "Permission", "p50-ns", added), unit: "×", prec: 2, noGate: true},
-		{label: "throughput 1 KiB, broker/raw", values: perRep(res, "Stream1KiB", "MB/s", ratio), unit: "×", prec: 2, limit: 0.6},
-		{label: "throughput 1 MiB, broker/raw", values: perRep(res, "Stream1MiB", "MB/s", ratio), unit: "×", prec: 2, limit: 0.6},
-		{label: "idle RSS, broker", values: res.get("Memory", "broker", "idle-MB"), unit: " MB", prec: 1, limit: 30, atMost: true},
-		{label: "peak RSS / message in flight, broker", values: res.get("Memory", "broker", "peak/msg"), unit: "×", prec: 2, limit: 3, atMost: true},
-		{label: "start-up added, broker-direct p50", values: perRep(res, "Startup", "p50-ns", func(d, _, b float64) float64 { return (b - d) / 1e6 }), unit: " ms", prec: 2, limit: 20, atMost: true},
-		{label: "  added by the raw relay, for scale", values: perRep(res, "Startup", "p50-ns", func(d, raw, _ float64) float64 { return (raw - d) / 1e6 }), unit: " ms", prec: 2, noGate: true},
+	// decidedOverRaw is the decided turn's p50 over the raw relay's forwarded
+	// turn, each repetition against its own.
+	decidedOverRaw := func(bench string) []float64 {
+		return combine(nil, res.get("Permission"+bench, "raw", "p50-ns"), res.get("Permission"+bench, "decided", "p50-ns"), ratio)
 	}
-	fmt.Printf("\n%-50s %-26s %-10s %s\n", "target", "measured", "limit", "")
+	separateDecided := combine(nil, res.get("Permission", "raw", "p50-ns"), res.get("PermissionDecided", "broker", "p50-ns"), ratio)
+	throughput := func(what, bench string) check {
+		return check{label: what + ": broker/raw MB/s", values: perRep(res, bench, "MB/s", ratio), unit: "×", prec: 2, op: "≥", limit: 0.9}
+	}
+	cpu := func(what, bench, op string, limit float64) check {
+		return check{label: "CPU per " + what + ": broker/raw cpu-ns/op", values: perRep(res, bench, "cpu-ns/op", ratio), unit: "×", prec: 2, op: op, limit: limit}
+	}
+	checks := []check{
+		{label: "round trip, interleaved: added p50 (broker−direct)/(raw−direct)", values: perRep(res, "RoundTripInterleaved", "p50-ns", added), unit: "×", prec: 2, op: "≤", limit: 1.2},
+		{label: "  the same from the separate runs", values: perRep(res, "RoundTrip", "p50-ns", added), unit: "×", prec: 2},
+		{label: "permission turn, interleaved: added p50, same formula", values: perRep(res, "PermissionInterleaved", "p50-ns", added), unit: "×", prec: 2, op: "≤", limit: 1.5},
+		{label: "  the same from the separate runs", values: perRep(res, "Permission", "p50-ns", added), unit: "×", prec: 2},
+		{label: "decided turn, interleaved: p50 decided/raw's forwarded turn", values: decidedOverRaw("Interleaved"), unit: "×", prec: 2, op: "≤", limit: 1.0},
+		{label: "  the same from the separate runs", values: separateDecided, unit: "×", prec: 2},
+		throughput("updates 1 KiB", "Stream1KiB"),
+		throughput("updates 1 MiB", "Stream1MiB"),
+		throughput("updates 20 MiB, one at a time", "Stream20MiB"),
+		throughput("requests 1 KiB", "Requests1KiB"),
+		throughput("requests 1 MiB", "Requests1MiB"),
+		throughput("requests 20 MiB, one at a time", "Requests20MiB"),
+		cpu("1 KiB update", "Stream1KiB", "≤", 1.5),
+		cpu("20 MiB update", "Stream20MiB", "≤", 1.5),
+		cpu("1 MiB update", "Stream1MiB", "", 0),
+		cpu("1 KiB request", "Requests1KiB", "", 0),
+		cpu("1 MiB request", "Requests1MiB", "", 0),
+		cpu("20 MiB request", "Requests20MiB", "", 0),
+		cpu("round trip", "RoundTrip", "", 0),
+		cpu("permission turn", "Permission", "", 0),
+		{label: "start-up: added p50 (broker−direct)/(raw−direct)", values: perRep(res, "Startup", "p50-ns", added), unit: "×", prec: 2, op: "≤", limit: 2},
+		{label: "  added by the broker, broker−direct", values: perRep(res, "Startup", "p50-ns", func(d, _, b float64) float64 { return (b - d) / 1e6 }), unit: " ms", prec: 2},
+		{label: "  added by the raw relay, raw−direct", values: perRep(res, "Startup", "p50-ns", func(d, raw, _ float64) float64 { return (raw - d) / 1e6 }), unit: " ms", prec: 2},
+		{label: "idle RSS, broker", values: res.get("Memory", "broker", "idle-MB"), unit: " MB", prec: 1, op: "≤", limit: 30},
+		{label: "peak RSS / message in flight, broker peak-MB/20 MiB", values: res.get("Memory", "broker", "peak/msg"), unit: "×", prec: 2, op: "≤", limit: 3},
+		{label: "rules read + decide p99, 1,000 rules (rules/ BenchmarkDecide)", values: res.get("Decide", "rules=1000", "p99-µs"), unit: " µs", prec: 1, op: "<", limit: 50},
+		{label: "  p50, 1,000 rules", values: res.get("Decide", "rules=1000", "p50-µs"), unit: " µs", prec: 1},
+		{label: "  p99, 0 rules", values: res.get("Decide", "rules=0", "p99-µs"), unit: " µs", prec: 1},
+		{label: "  p50, 0 rules", values: res.get("Decide", "rules=0", "p50-µs"), unit: " µs", prec: 1},
+	}
+	fmt.Printf("\n%-66s %-26s %-8s %s\n", "target", "measured", "limit", "")
 	failed := false
 	for _, c := range checks {
 		got, verdict, limit := "missing", "FAIL", ""
-		if c.noGate {
-			verdict = ""
+		if c.op == "" {
+			verdict = "(no target)"
 		} else {
-			op := "≥"
-			if c.atMost {
-				op = "≤"
-			}
-			limit = op + " " + strconv.FormatFloat(c.limit, 'f', -1, 64) + c.unit
+			limit = c.op + " " + strconv.FormatFloat(c.limit, 'f', -1, 64) + c.unit
 		}
 		if len(c.values) > 0 {
 			got = cellUnit(c.values, 1, c.prec, c.unit)
-			m := median(c.values)
-			switch {
-			case c.noGate:
-				verdict = "(no target)"
-			case c.atMost && m <= c.limit, !c.atMost && m >= c.limit:
+			if c.op != "" && c.passes(median(c.values)) {
 				verdict = "pass"
 			}
 		}
 		if verdict == "FAIL" {
 			failed = true
 		}
-		fmt.Printf("%-50s %-26s %-10s %s\n", c.label, got, limit, verdict)
+		fmt.Printf("%-66s %-26s %-8s %s\n", c.label, got, limit, verdict)
 	}
 	if failed {
 		os.Exit(1)
