@@ -12,13 +12,25 @@
 //	         for any proxy)
 //	broker   acp-broker, built from ./cmd/acp-broker, spawns the agent
 //
+// and a fourth for permission turns, decided: the broker in a home whose
+// user rule file allows the fake agent's tool call, so that it answers the
+// permission request itself (the benchmark fails if the editor is asked).
+//
+// The traffic: small requests and their answers (round trips), permission
+// turns, agent_message_chunk updates streamed agent to editor, and
+// session/prompt requests sent editor to agent, pipelined, that the agent
+// answers at once (1 KiB, 1 MiB, and 20 MiB one at a time in both
+// directions). Each benchmark first checks that one message arrives byte
+// for byte as sent.
+//
 // Besides ns/op and MB/s, benchmarks report latency percentiles (p50-ns,
 // p99-ns), the CPU time per op of the process the editor started (cpu-ns/op,
 // from /proc: it hardly depends on the machine's other load), and resident
 // memory (idle-MB, peak-MB). Every process runs with a temporary home, so the
 // broker reads no rules and writes no audit log of the user's.
 //
-// bench/run.sh runs them and prints the figures with the performance targets,
-// each marked pass or FAIL. `go test ./bench/` without -bench only runs a
-// quick check of the harness and builds nothing.
+// bench/run.sh runs them, and the rule engine's BenchmarkDecide, and prints
+// the figures with the performance targets, each marked pass or FAIL.
+// `go test ./bench/` without -bench runs a quick check of the harness,
+// through the broker too (built for it) unless -short.
 package bench

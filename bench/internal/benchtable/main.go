@@ -179,23 +179,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchtable: %v\n", err)
 		os.Exit(2)
 	}
+	if !report(os.Stdout, res) {
+		os.Exit(1)
+	}
+}
+
+// report prints the figures and the targets, and reports whether every
+// target passed.
+func report(out io.Writer, res results) bool {
 	reps := len(res.get("Stream1KiB", "broker", "MB/s"))
-	fmt.Printf("\nacp-broker benchmarks: median [min–max] over %d repetitions\n\n", reps)
+	fmt.Fprintf(out, "\nacp-broker benchmarks: median [min–max] over %d repetitions\n\n", reps)
 	w := []int{40, 26, 26, 26}
-	fmt.Printf("%-*s %-*s %-*s %s\n", w[0], "", w[1], "direct", w[2], "raw relay", "broker")
+	fmt.Fprintf(out, "%-*s %-*s %-*s %s\n", w[0], "", w[1], "direct", w[2], "raw relay", "broker")
 	for _, rw := range rows {
 		d, r, b := res.get(rw.bench, "direct", rw.unit), res.get(rw.bench, "raw", rw.unit), res.get(rw.bench, "broker", rw.unit)
 		if rw.only != "" {
 			d, r, b = nil, nil, res.get(rw.bench, rw.only, rw.unit)
 		}
-		fmt.Printf("%-*s %-*s %-*s %s\n", w[0], rw.label,
+		fmt.Fprintf(out, "%-*s %-*s %-*s %s\n", w[0], rw.label,
 			w[1], cell(d, rw.scale, rw.prec), w[2], cell(r, rw.scale, rw.prec), cell(b, rw.scale, rw.prec))
 	}
 
-	fmt.Println("\n[1] CPU time of the process the editor started: the agent itself (direct),")
-	fmt.Println("    the relay or the broker (not counting the agent behind them).")
-	fmt.Println("[2] the broker answers the permission request from its user rules; the")
-	fmt.Println("    editor sees no request (BenchmarkPermissionDecided fails if it does).")
+	fmt.Fprintln(out, "\n[1] CPU time of the process the editor started: the agent itself (direct),")
+	fmt.Fprintln(out, "    the relay or the broker (not counting the agent behind them).")
+	fmt.Fprintln(out, "[2] the broker answers the permission request from its user rules; the")
+	fmt.Fprintln(out, "    editor sees no request (BenchmarkPermissionDecided fails if it does).")
 
 	added := func(d, raw, b float64) float64 { return (b - d) / (raw - d) }
 	ratio := func(_, raw, b float64) float64 { return b / raw }
@@ -242,7 +250,7 @@ func main() {
 		{label: "  p99, 0 rules", values: res.get("Decide", "rules=0", "p99-µs"), unit: " µs", prec: 1},
 		{label: "  p50, 0 rules", values: res.get("Decide", "rules=0", "p50-µs"), unit: " µs", prec: 1},
 	}
-	fmt.Printf("\n%-66s %-26s %-8s %s\n", "target", "measured", "limit", "")
+	fmt.Fprintf(out, "\n%-66s %-26s %-8s %s\n", "target", "measured", "limit", "")
 	failed := false
 	for _, c := range checks {
 		got, verdict, limit := "missing", "FAIL", ""
@@ -260,9 +268,7 @@ func main() {
 		if verdict == "FAIL" {
 			failed = true
 		}
-		fmt.Printf("%-66s %-26s %-8s %s\n", c.label, got, limit, verdict)
+		fmt.Fprintf(out, "%-66s %-26s %-8s %s\n", c.label, got, limit, verdict)
 	}
-	if failed {
-		os.Exit(1)
-	}
+	return !failed
 }
