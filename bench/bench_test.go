@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -414,7 +415,7 @@ func (c *conn) sink(line []byte, idAt, count int) error {
 	for i := 0; i < count && err == nil; i++ {
 		var got []byte
 		if got, err = c.r.line(); err == nil {
-			c.want = fmt.Appendf(c.want[:0], `{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`, first+i)
+			c.want = append(strconv.AppendInt(append(c.want[:0], `{"jsonrpc":"2.0","id":`...), int64(first+i), 10), `,"result":{"stopReason":"end_turn"}}`...)
 			if !bytes.Equal(got, c.want) {
 				err = fmt.Errorf("got %.300q, want %q", got, c.want)
 			}
