@@ -22,12 +22,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=${BENCH_OUT:-$tmp/bench.txt}
 go build -o "$tmp/benchtable" ./bench/internal/benchtable
+# Everything is built once, so that every repetition measures the same
+# binaries and none of them pays for linking.
+go test -c -o "$tmp/bench.test" ./bench/
+go test -c -o "$tmp/rules.test" ./rules/
+if [ -n "${ACP_BROKER_BENCH_BINARY:-}" ]; then
+	ACP_BROKER_BENCH_BINARY=$(realpath "$ACP_BROKER_BENCH_BINARY")
+else
+	go build -o "$tmp/acp-broker" ./cmd/acp-broker
+	ACP_BROKER_BENCH_BINARY=$tmp/acp-broker
+fi
+export ACP_BROKER_BENCH_BINARY
 
 broken=0
-# bench PACKAGE PATTERN BENCHTIME runs the benchmarks matching PATTERN once.
+# bench PACKAGE PATTERN BENCHTIME runs the package's benchmarks matching
+# PATTERN once, from its directory as go test would.
 bench() {
-	echo "+ go test -run '^\$' -bench '$2' -benchtime $3 -count 1 $1   # repetition $i of $count" >&2
-	if ! go test -run '^$' -bench "$2" -benchtime "$3" -count 1 -timeout 10m "$1" | tee -a "$out"; then
+	echo "+ (cd $1 && $1.test -test.run '^\$' -test.bench '$2' -test.benchtime $3 -test.count 1)   # repetition $i of $count" >&2
+	if ! (cd "$1" && "$tmp/$1.test" -test.run '^$' -test.bench "$2" -test.benchtime "$3" -test.count 1 -test.timeout 10m) | tee -a "$out"; then
 		echo "bench: a benchmark failed; see above" >&2
 		broken=1
 	fi
@@ -38,9 +50,9 @@ bench() {
 # configuration N times in a row.)
 : >"$out"
 for i in $(seq "$count"); do
-	bench ./bench/ '^Benchmark(RoundTrip|RoundTripInterleaved|Permission|PermissionDecided|PermissionInterleaved|Stream1KiB|Stream1MiB|Stream20MiB|Requests1KiB|Requests1MiB|Requests20MiB|Memory)$' "$benchtime"
-	bench ./bench/ '^BenchmarkStartup$' "${starts}x"
-	bench ./rules/ '^BenchmarkDecide$/^rules=(0|1000)$' "${decisions}x"
+	bench bench '^Benchmark(RoundTrip|RoundTripInterleaved|Permission|PermissionDecided|PermissionInterleaved|Stream1KiB|Stream1MiB|Stream20MiB|Requests1KiB|Requests1MiB|Requests20MiB|Memory)$' "$benchtime"
+	bench bench '^BenchmarkStartup$' "${starts}x"
+	bench rules '^BenchmarkDecide$/^rules=(0|1000)$' "${decisions}x"
 done
 status=0
 "$tmp/benchtable" <"$out" || status=$?
