@@ -39,6 +39,12 @@ import (
 // Messages are built once and written as they are, so the agent costs the
 // same, and little, in every configuration.
 
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
 type benchMeta struct {
 	Stream *struct {
 		Size  int `json:"size"`
@@ -103,12 +109,6 @@ func (a *fakeAgent) serve() error {
 			return err
 		}
 	}
-}
-
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
 }
 
 func (a *fakeAgent) prompt(id, params json.RawMessage) error {
