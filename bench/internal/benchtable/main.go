@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -204,8 +205,18 @@ func report(out io.Writer, res results) bool {
 	fmt.Fprintln(out, "    the relay or the broker (not counting the agent behind them).")
 	fmt.Fprintln(out, "[2] the broker answers the permission request from its user rules; the")
 	fmt.Fprintln(out, "    editor sees no request (BenchmarkPermissionDecided fails if it does).")
+	fmt.Fprintln(out, "An added ratio is +Inf in a repetition where the raw relay added nothing")
+	fmt.Fprintln(out, "over direct: too noisy to compare, and counted as failing.")
 
-	added := func(d, raw, b float64) float64 { return (b - d) / (raw - d) }
+	// added is the broker's added cost over the raw relay's. Where the raw
+	// relay added none (the machine's noise), the ratio says nothing: +Inf,
+	// which fails its target instead of passing as a negative ratio would.
+	added := func(d, raw, b float64) float64 {
+		if raw <= d {
+			return math.Inf(1)
+		}
+		return (b - d) / (raw - d)
+	}
 	ratio := func(_, raw, b float64) float64 { return b / raw }
 	// decidedOverRaw is the decided turn's p50 over the raw relay's forwarded
 	// turn, each repetition against its own.

@@ -86,6 +86,9 @@ func TestTargetsFail(t *testing.T) {
 		// then its figures are missing.
 		{"decided turn missing", strings.NewReplacer(" 110000 decided-p50-ns", "", "BenchmarkPermissionDecided", "BenchmarkOther").Replace(repetition(100e3, 110e3, 40)), decidedLabel},
 		{"rules p99 at the limit", repetition(100e3, 90e3, 50), "rules read + decide p99, 1,000 rules"},
+		// The machine's noise can make the raw relay's turn faster than the
+		// direct one: the added ratio then turns negative, never a pass.
+		{"raw relay no slower than direct", strings.Replace(repetition(100e3, 90e3, 40), "20000 raw-p50-ns", "9000 raw-p50-ns", 1), "round trip, interleaved: added p50"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, ok := table(t, tc.input)
