@@ -20,14 +20,15 @@
 // turns, agent_message_chunk updates streamed agent to editor, and
 // session/prompt requests sent editor to agent, pipelined, that the agent
 // answers at once (1 KiB, 1 MiB, and 20 MiB one at a time in both
-// directions). Each benchmark first checks that one message arrives byte
-// for byte as sent.
+// directions). Each throughput benchmark first checks that one message
+// arrives byte for byte as sent.
 //
 // Besides ns/op and MB/s, benchmarks report latency percentiles (p50-ns,
 // p99-ns), the CPU time per op of the process the editor started (cpu-ns/op,
 // from /proc: it hardly depends on the machine's other load), and resident
 // memory (idle-MB, peak-MB). Every process runs with a temporary home, so the
-// broker reads no rules and writes no audit log of the user's.
+// broker reads no rules and writes no audit log of the user's (decided reads
+// the one rule file the bench writes).
 //
 // bench/run.sh runs them, and the rule engine's BenchmarkDecide, and prints
 // the figures with the performance targets, each marked pass or FAIL.
