@@ -153,15 +153,17 @@ func (r *Reader) fill() {
 }
 
 // compact moves the unreturned bytes, the start of the next frame, to the
-// front of buf; a buffer over retainLimit is set aside for the next large
-// frame instead, and they move to the window.
+// front of buf. A buffer over retainLimit is set aside for the next large
+// frame instead when they fit in the window, so that a reader waiting for
+// input holds no large buffer but the one set aside.
 func (r *Reader) compact() {
-	if len(r.buf) > retainLimit {
+	rest := r.buf[r.start:r.end]
+	if len(r.buf) > retainLimit && len(rest) <= len(r.window) {
 		r.setAside(r.buf)
-		r.keep(r.buf[r.start:r.end])
+		r.keep(rest)
 		return
 	}
-	n := copy(r.buf, r.buf[r.start:r.end])
+	n := copy(r.buf, rest)
 	r.start, r.scanned, r.end = 0, n, n
 }
 
