@@ -193,9 +193,15 @@ func (r *Reader) grow() bool {
 func (r *Reader) setAside(buf []byte) {
 	r.spare.Store(&buf)
 	if r.release == nil {
-		r.release = time.AfterFunc(idleRelease, func() { r.spare.Store(nil) })
+		r.release = time.AfterFunc(idleRelease, r.dropSpare)
 	} else {
 		r.release.Reset(idleRelease)
+	}
+}
+
+func (r *Reader) dropSpare() {
+	if spare := r.spare.Swap(nil); spare != nil {
+		handBack(*spare)
 	}
 }
 
@@ -244,6 +250,9 @@ func (r *Reader) gather() ([]byte, error) {
 		n = copy(whole, r.buf[:r.end])
 		for _, b := range blocks {
 			n += copy(whole[n:], b)
+			if len(b) == cap(b) { // the last one holds what follows
+				handBack(b)
+			}
 		}
 		r.buf, r.start, r.scanned, r.end = whole, n, n, n // unterminated, at the end of the stream
 		if i >= 0 {
