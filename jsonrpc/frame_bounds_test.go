@@ -135,8 +135,9 @@ func TestReaderFramesAroundItsBuffers(t *testing.T) {
 	}
 }
 
-// frameSource streams count copies of a frame of size bytes, each followed
-// by a small one, without allocating.
+// frameSource streams count copies of a frame, each followed by a small
+// one if there is one, without allocating, in reads of at most a pipe's
+// capacity.
 type frameSource struct {
 	frame, small []byte
 	count, at    int
@@ -146,6 +147,7 @@ func (s *frameSource) Read(p []byte) (int, error) {
 	if s.count == 0 {
 		return 0, io.EOF
 	}
+	p = p[:min(len(p), 64<<10)]
 	whole := len(s.frame) + len(s.small)
 	n := 0
 	for n < len(p) && s.count > 0 {
@@ -163,39 +165,47 @@ func (s *frameSource) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// TestReaderMemoryIsBoundedByItsLargestFrame reads many large frames, each
-// followed by a small one, and checks that after the first the reader
-// allocates nothing: what it holds does not grow with the number of frames,
-// and no frame costs a fresh buffer (to fault in and for the collector).
+// TestReaderMemoryIsBoundedByItsLargestFrame reads many large frames, back
+// to back or each followed by a small one, and checks that once it holds
+// the two buffers of frames in flight (one returned, one read ahead) the
+// reader allocates nothing: what it holds does not grow with the number of
+// frames, and no frame costs a fresh buffer to fault in and to collect.
 func TestReaderMemoryIsBoundedByItsLargestFrame(t *testing.T) {
 	defer func(d time.Duration) { idleRelease = d }(idleRelease)
 	idleRelease = time.Hour // the set-aside buffer must be there to reuse
-	for _, size := range []int{3 * readBufferSize, retainLimit / 2, 2 * retainLimit} {
-		const count = 12
-		frame := bytes.Repeat([]byte("z"), size)
-		frame[size-1] = '\n'
-		src := &frameSource{frame: frame, small: []byte(`{"small":1}` + "\n"), count: count}
-		r := NewReader(src, 4*retainLimit)
-		next := func() {
-			if f, err := r.Next(); err != nil || len(f) != size-1 {
-				t.Fatalf("large frame: %d bytes, %v", len(f), err)
+	for _, size := range []int{3 * readBufferSize, 2 * readAheadSize, retainLimit / 2, 2 * retainLimit} {
+		for _, small := range []string{"", `{"small":1}`} {
+			const count = 12
+			frame := bytes.Repeat([]byte("z"), size)
+			frame[size-1] = '\n'
+			src := &frameSource{frame: frame, count: count}
+			if small != "" {
+				src.small, src.count = []byte(small+"\n"), count/2
 			}
-			if f, err := r.Next(); err != nil || string(f) != `{"small":1}` {
-				t.Fatalf("small frame: %.20q, %v", f, err)
+			r := NewReader(src, 4*retainLimit)
+			next := func() {
+				if f, err := r.Next(); err != nil || len(f) != size-1 {
+					t.Fatalf("large frame: %d bytes, %v", len(f), err)
+				}
+				if f, err := r.Next(); small != "" && (err != nil || string(f) != small) {
+					t.Fatalf("small frame: %.20q, %v", f, err)
+				} else if small == "" && (err != nil || len(f) != size-1) {
+					t.Fatalf("large frame: %d bytes, %v", len(f), err)
+				}
 			}
-		}
-		next()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range count - 1 {
 			next()
-		}
-		runtime.ReadMemStats(&after)
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(size)/4 {
-			t.Errorf("%d-byte frames: %d more frames allocated %d bytes", size, count-1, grew)
-		}
-		if _, err := r.Next(); err != io.EOF {
-			t.Fatalf("at the end: %v", err)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range count/2 - 1 {
+				next()
+			}
+			runtime.ReadMemStats(&after)
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(size)/4 {
+				t.Errorf("%d-byte frames, small %q: reading on after the first two frames allocated %d bytes", size, small, grew)
+			}
+			if _, err := r.Next(); err != io.EOF {
+				t.Fatalf("at the end: %v", err)
+			}
 		}
 	}
 }
