@@ -35,13 +35,6 @@ var idleRelease = 2 * time.Second
 // into ever larger buffers, only once, whole, at its end.
 const blockSize = 1 << 20
 
-// readAheadSize is the size above which the reader, once it has returned a
-// frame, reads the next one in the background into another buffer while
-// the caller relays this one: two large frames in flight at most, one
-// being written and one being read, so back-to-back large frames stream
-// through rather than wait for each other.
-const readAheadSize = 1 << 20
-
 // headSize is how much of an oversized frame is kept, enough to read its
 // envelope keys (jsonrpc, id, method) when the sender puts them first.
 const headSize = 4 << 10
@@ -72,22 +65,12 @@ type Reader struct {
 	spare               atomic.Pointer[[]byte] // a large buffer set aside, see retainLimit
 	release             *time.Timer            // drops spare
 	pending             error                  // a read error to report once the buffered frames are out
-	// While ahead is set, a goroutine reads the next frame, which it sends
-	// on done; the caller's frame is in lent, the buffer it was read in.
-	ahead bool
-	done  chan readResult
-	lent  []byte
-}
-
-type readResult struct {
-	frame []byte
-	err   error
 }
 
 // NewReader returns a Reader that refuses frames longer than limit bytes.
 func NewReader(r io.Reader, limit int) *Reader {
 	window := make([]byte, readBufferSize)
-	return &Reader{src: r, limit: limit, buf: window, window: window, done: make(chan readResult, 1)}
+	return &Reader{src: r, limit: limit, buf: window, window: window}
 }
 
 // Next returns the next frame that is not blank, without its line ending.
@@ -95,31 +78,6 @@ func NewReader(r io.Reader, limit int) *Reader {
 // skipped whole and reported as *TooLargeError; reading can go on after it.
 // At the end of the stream Next returns io.EOF.
 func (r *Reader) Next() ([]byte, error) {
-	var frame []byte
-	var err error
-	if r.ahead {
-		res := <-r.done
-		r.ahead = false
-		r.setAside(r.lent) // the caller is done with the frame in it
-		r.lent = nil
-		frame, err = res.frame, res.err
-	} else {
-		frame, err = r.nextFrame()
-	}
-	if err == nil && len(frame) > readAheadSize && r.end-r.start <= len(r.window) {
-		r.lent = r.buf
-		r.keep(r.buf[r.start:r.end])
-		r.ahead = true
-		go func() {
-			f, err := r.nextFrame()
-			r.done <- readResult{f, err}
-		}()
-	}
-	return frame, err
-}
-
-// nextFrame returns the next frame that is not blank.
-func (r *Reader) nextFrame() ([]byte, error) {
 	for {
 		frame, err := r.next()
 		if err != nil {
@@ -136,9 +94,6 @@ func blank(line []byte) bool { return len(bytes.TrimLeft(line, " \t\r")) == 0 }
 // HasFrame reports whether a whole frame that is not blank is already
 // buffered, so that the next call to Next will not wait for input.
 func (r *Reader) HasFrame() bool {
-	if r.ahead {
-		return len(r.done) > 0
-	}
 	for {
 		i := bytes.IndexByte(r.buf[r.scanned:r.end], '\n')
 		if i < 0 {
@@ -223,16 +178,10 @@ func (r *Reader) keep(rest []byte) {
 	r.buf, r.start, r.scanned, r.end = buf, 0, 0, n
 }
 
-// grow moves the frame, which fills buf from its start, into a larger
-// buffer and reports whether it did: the set-aside one, or, reading ahead of
-// a large frame, a new one of that frame's size, which the next frame most
-// likely fits.
+// grow moves the frame, which fills buf from its start, into the set-aside
+// buffer when that is larger, and reports whether it did.
 func (r *Reader) grow() bool {
 	spare := r.spare.Swap(nil)
-	if spare == nil && len(r.lent) > len(r.buf) {
-		b := make([]byte, len(r.lent))
-		spare = &b
-	}
 	if spare == nil || len(*spare) <= len(r.buf) {
 		return false
 	}
@@ -297,7 +246,7 @@ func (r *Reader) gather() ([]byte, error) {
 		}
 		// The frame, its newline, what came after it, and room for a
 		// frame somewhat larger.
-		whole := make([]byte, size+1+len(rest)+size/16+readBufferSize)
+		whole := make([]byte, size+1+len(rest)+size/8+readBufferSize)
 		n = copy(whole, r.buf[:r.end])
 		for _, b := range blocks {
 			n += copy(whole[n:], b)

@@ -166,14 +166,14 @@ func (s *frameSource) Read(p []byte) (int, error) {
 }
 
 // TestReaderMemoryIsBoundedByItsLargestFrame reads many large frames, back
-// to back or each followed by a small one, and checks that once it holds
-// the two buffers of frames in flight (one returned, one read ahead) the
-// reader allocates nothing: what it holds does not grow with the number of
-// frames, and no frame costs a fresh buffer to fault in and to collect.
+// to back or each followed by a small one, and checks that after the first
+// two the reader allocates nothing: what it holds does not grow with the
+// number of frames, and no frame costs a fresh buffer to fault in and to
+// collect.
 func TestReaderMemoryIsBoundedByItsLargestFrame(t *testing.T) {
 	defer func(d time.Duration) { idleRelease = d }(idleRelease)
 	idleRelease = time.Hour // the set-aside buffer must be there to reuse
-	for _, size := range []int{3 * readBufferSize, 2 * readAheadSize, retainLimit / 2, 2 * retainLimit} {
+	for _, size := range []int{3 * readBufferSize, 2 * blockSize, retainLimit / 2, 2 * retainLimit} {
 		for _, small := range []string{"", `{"small":1}`} {
 			const count = 12
 			frame := bytes.Repeat([]byte("z"), size)
