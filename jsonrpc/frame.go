@@ -23,7 +23,8 @@ const readBufferSize = 64 << 10
 // retainLimit is the largest frame buffer the reader keeps while it waits for
 // input. A larger one is set aside while the stream is quiet or carries small
 // frames, for the next large frame to reuse, and dropped after idleRelease:
-// an idle reader holds at most retainLimit, not its largest frame.
+// a reader idle that long holds the window and at most one buffer of
+// retainLimit, whatever its largest frame was.
 const retainLimit = 8 << 20
 
 // idleRelease is how long a set-aside large buffer waits for a large frame
@@ -161,6 +162,7 @@ func (r *Reader) compact() {
 	if len(r.buf) > retainLimit && len(rest) <= len(r.window) {
 		r.setAside(r.buf)
 		r.keep(rest)
+		r.scanned = r.end
 		return
 	}
 	n := copy(r.buf, rest)
@@ -182,7 +184,11 @@ func (r *Reader) keep(rest []byte) {
 // buffer when that is larger, and reports whether it did.
 func (r *Reader) grow() bool {
 	spare := r.spare.Swap(nil)
-	if spare == nil || len(*spare) <= len(r.buf) {
+	if spare == nil {
+		return false
+	}
+	if len(*spare) <= len(r.buf) {
+		handBack(*spare)
 		return false
 	}
 	copy(*spare, r.buf[:r.end])
