@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func readAll(t *testing.T, r *Reader) (frames []string, errs []error) {
@@ -72,6 +73,8 @@ func TestReaderRefusesFramesJustOverTheLimit(t *testing.T) {
 }
 
 func TestReaderDoesNotKeepAHugeBuffer(t *testing.T) {
+	defer func(d time.Duration) { idleRelease = d }(idleRelease)
+	idleRelease = time.Millisecond
 	in := strings.Repeat("y", 4*retainLimit) + "\nsmall\n"
 	r := NewReader(strings.NewReader(in), 8*retainLimit)
 	if f, err := r.Next(); err != nil || len(f) != 4*retainLimit {
@@ -80,8 +83,18 @@ func TestReaderDoesNotKeepAHugeBuffer(t *testing.T) {
 	if f, err := r.Next(); err != nil || string(f) != "small" {
 		t.Fatalf("small frame: %q %v", f, err)
 	}
-	if r.gather != nil && cap(r.gather) > retainLimit {
-		t.Fatalf("kept a %d-byte buffer", cap(r.gather))
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("after the frames: %v", err)
+	}
+	if len(r.buf) > retainLimit {
+		t.Fatalf("waits for input with a %d-byte buffer", len(r.buf))
+	}
+	// The large buffer set aside for the next large frame is dropped when
+	// none comes.
+	for deadline := time.Now().Add(10 * time.Second); r.spare.Load() != nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the large buffer was never dropped")
+		}
 	}
 }
 

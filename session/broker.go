@@ -27,7 +27,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -297,11 +296,6 @@ const (
 	fromEditor = "editor"
 )
 
-// bigFrame is the size above which a frame's memory is handed back as soon
-// as the frame is relayed, so that two large messages never hold the heap
-// at once.
-const bigFrame = 4 << 20
-
 // readAgent relays the agent's output until it ends, in the order read.
 // Frames are queued and written together, but always before the relay waits
 // for more input, so a burst costs few writes and no frame is held back.
@@ -330,10 +324,6 @@ func (b *broker) readAgent(r *jsonrpc.Reader) {
 			continue
 		}
 		b.relayOne(m, frame)
-		if len(frame) > bigFrame {
-			r.Release()
-			runtime.GC()
-		}
 	}
 }
 
