@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
@@ -62,6 +63,75 @@ type agentProcess struct {
 	exitCode int           // valid after done: the status to exit with
 }
 
+// StartedAgent is an agent process started by StartAgent before the broker is
+// ready to relay it, so that the agent starts while the broker loads its
+// configuration. Run relays it; a broker that fails before that calls Stop.
+type StartedAgent struct {
+	proc *agentProcess
+	// signals are caught from the agent's start on (see Run); the ones that
+	// arrive before the relay starts are passed on by it, or end with Stop.
+	signals chan os.Signal
+	// report is the keeper's report of the agent's pid, read by started.
+	report *os.File
+
+	once       sync.Once
+	startedErr error
+}
+
+// StartAgent starts the agent as Run would (see startAgent) and returns as
+// soon as its process exists, without waiting for a keeper to report that
+// it started the agent. From then on the broker adopts the agent's orphans
+// and catches the signals it passes on to the agent.
+func StartAgent(path string, argv []string, keeper string) (*StartedAgent, error) {
+	adoptOrphans()
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, forwardedSignals...)
+	proc, report, err := startAgent(path, argv, keeper)
+	if err != nil {
+		signal.Stop(signals)
+		return nil, err
+	}
+	return &StartedAgent{proc: proc, signals: signals, report: report}, nil
+}
+
+// started waits until the agent runs: at once without a keeper, else once
+// the keeper has reported the agent's pid, or why it could not start it.
+func (a *StartedAgent) started() (*agentProcess, error) {
+	a.once.Do(func() {
+		if a.report == nil {
+			return
+		}
+		pid, err := readKeeperReport(a.report)
+		if err != nil {
+			p := a.proc
+			closeAll(p.stdin, p.stdout, p.stderr)
+			<-p.done // the keeper exits when it could not start the agent
+			a.startedErr = fmt.Errorf("starting agent: %w", err)
+			return
+		}
+		a.proc.pid = pid
+	})
+	return a.proc, a.startedErr
+}
+
+// release stops catching signals for the agent.
+func (a *StartedAgent) release() { signal.Stop(a.signals) }
+
+// Stop ends an agent that will never be relayed, because the broker failed
+// before it was ready: the agent was sent nothing and nothing it wrote is
+// read. It gets EOF and SIGTERM at once, SIGKILL after killGrace, and so
+// does whatever it left running.
+func (a *StartedAgent) Stop(killGrace time.Duration, log *slog.Logger) {
+	defer a.release()
+	p, err := a.started()
+	if err != nil {
+		return // no agent ran
+	}
+	p.stop(0, killGrace)
+	p.killLeftovers(killGrace, a.signals, log)
+	closeAll(p.stdout, p.stderr)
+}
+
 // startAgent starts the agent in a process group of its own, so that signals
 // and the final kill reach everything it started. The pipes are plain
 // os.Pipe files rather than exec's StdoutPipe, whose read end Wait would
@@ -70,21 +140,23 @@ type agentProcess struct {
 // Given a keeper (see Keeper) on a platform that has one, the agent is
 // started by the keeper, which ends the agent's whole tree if the broker is
 // killed; otherwise the agent is the broker's child, and on Linux it is
-// killed with the broker (but its descendants are not).
-func startAgent(path string, argv []string, keeper string) (*agentProcess, error) {
+// killed with the broker (but its descendants are not). With a keeper, the
+// agent's pid is not known until the keeper reports it on the returned
+// file (see StartedAgent.started); until then p.pid is the keeper's.
+func startAgent(path string, argv []string, keeper string) (p *agentProcess, report *os.File, err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
-		return nil, err
+		return nil, nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := &exec.Cmd{
 		Path:        path,
@@ -94,11 +166,11 @@ func startAgent(path string, argv []string, keeper string) (*agentProcess, error
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
-	var reportR, reportW *os.File
+	var reportW *os.File
 	if keeper != "" && keeperSupported {
-		if reportR, reportW, err = os.Pipe(); err != nil {
+		if report, reportW, err = os.Pipe(); err != nil {
 			closeAll(inR, inW, outR, outW, errR, errW)
-			return nil, err
+			return nil, nil, err
 		}
 		cmd.Path = keeper
 		cmd.Args = append([]string{keeper, KeeperCommand, path}, argv...)
@@ -108,25 +180,17 @@ func startAgent(path string, argv []string, keeper string) (*agentProcess, error
 	} else {
 		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
 	}
-	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	p = &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
 	started := make(chan error)
 	go p.startAndWait(started)
 	err = <-started
 	closeAll(inR, outW, errW, reportW)
 	if err != nil {
-		closeAll(inW, outR, errR, reportR)
-		return nil, fmt.Errorf("starting agent: %w", err)
+		closeAll(inW, outR, errR, report)
+		return nil, nil, fmt.Errorf("starting agent: %w", err)
 	}
 	p.pid = cmd.Process.Pid
-	if reportR != nil {
-		p.pid, err = readKeeperReport(reportR)
-		if err != nil {
-			closeAll(inW, outR, errR)
-			<-p.done // the keeper exits when it could not start the agent
-			return nil, fmt.Errorf("starting agent: %w", err)
-		}
-	}
-	return p, nil
+	return p, report, nil
 }
 
 // startAndWait starts the process and waits for it on one OS thread that
