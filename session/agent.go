@@ -53,11 +53,14 @@ func LookAgent(name string) (string, error) {
 // agentProcess is the running agent: its pipes, its process group, and its
 // exit status once it has one.
 type agentProcess struct {
-	cmd    *exec.Cmd // the agent, or on Linux the keeper above it
-	pid    int       // the agent's pid, which is also its process group's
-	stdin  *os.File  // write end: the broker's messages to the agent
-	stdout *os.File  // read end: the agent's messages
-	stderr *os.File  // read end: the agent's log lines
+	path   string            // the agent, or on Linux the keeper above it
+	argv   []string          // its argv
+	attr   *syscall.ProcAttr // its stdio, environment and process attributes
+	child  int               // its pid
+	pid    int               // the agent's pid, which is also its process group's
+	stdin  *os.File          // write end: the broker's messages to the agent
+	stdout *os.File          // read end: the agent's messages
+	stderr *os.File          // read end: the agent's log lines
 
 	done     chan struct{} // closed when the agent has exited and been reaped
 	exitCode int           // valid after done: the status to exit with
@@ -158,13 +161,18 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 		closeAll(inR, inW, outR, outW)
 		return nil, nil, err
 	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        argv,
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	p = &agentProcess{
+		path:   path,
+		argv:   argv,
+		stdin:  inW,
+		stdout: outR,
+		stderr: errR,
+		done:   make(chan struct{}),
+		attr: &syscall.ProcAttr{
+			Env:   os.Environ(),
+			Files: []uintptr{inR.Fd(), outW.Fd(), errW.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		},
 	}
 	var reportW *os.File
 	if keeper != "" && keeperSupported {
@@ -172,15 +180,14 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 			closeAll(inR, inW, outR, outW, errR, errW)
 			return nil, nil, err
 		}
-		cmd.Path = keeper
-		cmd.Args = append([]string{keeper, KeeperCommand, path}, argv...)
-		cmd.ExtraFiles = []*os.File{reportW}
+		p.path = keeper
+		p.argv = append([]string{keeper, KeeperCommand, path}, argv...)
+		p.attr.Files = append(p.attr.Files, reportW.Fd())
 		// The keeper catches it and ends the agent's tree.
-		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+		setParentDeathSignal(p.attr.Sys, syscall.SIGTERM)
 	} else {
-		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
+		setParentDeathSignal(p.attr.Sys, syscall.SIGKILL)
 	}
-	p = &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
 	started := make(chan error)
 	go p.startAndWait(started)
 	err = <-started
@@ -189,37 +196,44 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 		closeAll(inW, outR, errR, report)
 		return nil, nil, fmt.Errorf("starting agent: %w", err)
 	}
-	p.pid = cmd.Process.Pid
+	p.pid = p.child
 	return p, report, nil
 }
 
 // startAndWait starts the process and waits for it on one OS thread that
 // nothing else runs on: Linux sends the parent-death signal when the thread
 // that started a child ends, not when the process does, so the thread must
-// live until the child is reaped.
+// live until the child is reaped. The process is started with
+// syscall.ForkExec rather than os/exec, which before its first start
+// probes the kernel with a throwaway child: one more process on the way to
+// the agent.
 func (p *agentProcess) startAndWait(started chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	if err := p.cmd.Start(); err != nil {
-		started <- err
+	child, err := syscall.ForkExec(p.path, p.argv, p.attr)
+	if err != nil {
+		started <- &os.PathError{Op: "fork/exec", Path: p.path, Err: err}
 		return
 	}
+	p.child = child
 	started <- nil
-	p.wait()
-}
-
-func (p *agentProcess) wait() {
-	_ = p.cmd.Wait() // a non-zero exit is reported through the status below
-	p.exitCode = exitCode(p.cmd.ProcessState)
+	p.exitCode = waitExit(child)
 	close(p.done)
 }
 
-// exitCode turns a wait status into a shell-style exit status: the exit code,
-// or 128 plus the signal that ended the process.
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// waitExit reaps the child pid and returns its shell-style exit status:
+// the exit code, or 128 plus the signal that ended it.
+func waitExit(pid int) int {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
 // signalGroup sends sig to the agent's whole process group.
