@@ -150,8 +150,9 @@ func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
 	return ch
 }
 
-// Run starts the agent, relays until the agent has exited, and returns the
-// status the broker should exit with: the agent's own.
+// Run starts the agent (unless Options.Agent is one already started),
+// relays until the agent has exited, and returns the status the broker
+// should exit with: the agent's own.
 //
 // When the editor closes its input, the agent's stdin is closed and the agent
 // is given ShutdownGrace, then SIGTERM, then SIGKILL after KillGrace. When
