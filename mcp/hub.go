@@ -86,9 +86,10 @@ type Hub struct {
 	ln        *net.UnixListener
 	uid       int // the only user whose processes are served
 
-	mu    sync.Mutex
-	links map[string]*link // by token
-	conns map[*jsonrpc2.Conn]struct{}
+	mu     sync.Mutex
+	closed bool
+	links  map[string]*link // by token
+	conns  map[*jsonrpc2.Conn]struct{}
 }
 
 // link is one rewritten server entry, known by its token.
@@ -108,8 +109,18 @@ type link struct {
 	retired bool
 }
 
-// Listen opens the hub's socket.
+// Listen opens the hub's socket, unless it is open already. Rewrite calls
+// it when a session set-up first names a server to proxy, so a broker whose
+// sessions have no stdio MCP server never opens it.
 func (h *Hub) Listen() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.closed:
+		return errors.New("the MCP proxies' socket was closed")
+	case h.path != "":
+		return nil // open already
+	}
 	dir, err := os.MkdirTemp("", "acp-broker-mcp-")
 	if err != nil {
 		return err
@@ -131,21 +142,26 @@ func (h *Hub) Listen() error {
 	return nil
 }
 
-// Path is the socket's path.
-func (h *Hub) Path() string { return h.path }
+// Path is the socket's path, once Listen has opened it.
+func (h *Hub) Path() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.path
+}
 
 // Close stops serving and removes the socket's directory. Proxies still
 // running then refuse every call: nobody is left to decide it.
 func (h *Hub) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
 	if h.ln == nil {
 		return nil
 	}
 	err := h.ln.Close()
-	h.mu.Lock()
 	for c := range h.conns {
 		c.Close()
 	}
-	h.mu.Unlock()
 	os.RemoveAll(h.dir)
 	return err
 }

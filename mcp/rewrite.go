@@ -80,6 +80,9 @@ func (h *Hub) Rewrite(m *jsonrpc.Message) ([]byte, string, func(string), error) 
 			unchanged = append(unchanged, e.name+" (proxy = false)")
 			continue
 		}
+		if err := h.Listen(); err != nil {
+			return nil, "", nil, fmt.Errorf("the MCP proxies' socket cannot be opened (%v), so MCP servers cannot be set up under the broker", err)
+		}
 		token := newToken()
 		args := append([]string{ProxyCommand, "--socket", h.path, "--token", token, "--server", e.name, "--", e.command.value}, e.args...)
 		cmd, _ := json.Marshal(h.Exe)

@@ -96,7 +96,7 @@ const (
 )
 
 // ntfyTopicName is what ntfy accepts as a topic name.
-var ntfyTopicName = regexp.MustCompile(`^[-_A-Za-z0-9]{1,64}$`)
+var ntfyTopicName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[-_A-Za-z0-9]{1,64}$`) })
 
 // Ask publishes p and waits for the phone's answer; see Ntfy.
 func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
@@ -157,9 +157,9 @@ func (n *Ntfy) check() error {
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		return n.errorf("the server must be an http or https URL")
-	case !ntfyTopicName.MatchString(n.Topic):
+	case !ntfyTopicName().MatchString(n.Topic):
 		return n.errorf("the topic must be 1 to 64 letters, digits, '-' or '_'")
-	case !ntfyTopicName.MatchString(n.ReplyTopic):
+	case !ntfyTopicName().MatchString(n.ReplyTopic):
 		return n.errorf("the reply topic must be 1 to 64 letters, digits, '-' or '_'")
 	case n.Topic == n.ReplyTopic:
 		return n.errorf("the reply topic must differ from the topic")

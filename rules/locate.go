@@ -3,6 +3,7 @@ package rules
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // locator finds where a key is written in a TOML file, for error messages.
@@ -26,16 +27,18 @@ type block struct {
 type pos struct{ line, col int }
 
 var (
-	headerLine = regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_."' -]+?)\s*\]\]?\s*(#.*)?$`)
-	keyLine    = regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=`)
-	pathSep    = regexp.MustCompile(`\s*\.\s*`)
+	headerLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_."' -]+?)\s*\]\]?\s*(#.*)?$`)
+	})
+	keyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=`) })
+	pathSep = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*\.\s*`) })
 )
 
 func newLocator(src string) *locator {
 	l := &locator{blocks: []block{{header: pos{1, 1}, keys: map[string]pos{}}}, tables: map[string]int{}, arrays: map[string][]int{}}
 	for i, line := range strings.Split(src, "\n") {
-		if m := headerLine.FindStringSubmatchIndex(line); m != nil {
-			name := pathSep.ReplaceAllString(strings.ReplaceAll(line[m[4]:m[5]], `"`, ""), ".")
+		if m := headerLine().FindStringSubmatchIndex(line); m != nil {
+			name := pathSep().ReplaceAllString(strings.ReplaceAll(line[m[4]:m[5]], `"`, ""), ".")
 			l.blocks = append(l.blocks, block{header: pos{i + 1, m[2] + 1}, keys: map[string]pos{}})
 			idx := len(l.blocks) - 1
 			if line[m[2]:m[3]] == "[[" && name == "rule" {
@@ -47,7 +50,7 @@ func newLocator(src string) *locator {
 			}
 			continue
 		}
-		if m := keyLine.FindStringSubmatchIndex(line); m != nil {
+		if m := keyLine().FindStringSubmatchIndex(line); m != nil {
 			key := strings.Trim(line[m[4]:m[5]], `"'`)
 			b := &l.blocks[len(l.blocks)-1]
 			if _, seen := b.keys[key]; !seen {

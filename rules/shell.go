@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -1540,8 +1541,8 @@ type programCheck struct {
 }
 
 var (
-	pythonName      = regexp.MustCompile(`^(python|pypy)[0-9.]*$`)
-	versionedSuffix = regexp.MustCompile(`[0-9.]+$`)
+	pythonName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(python|pypy)[0-9.]*$`) })
+	versionedSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9.]+$`) })
 )
 
 // interpreter describes a program that runs code given on its command line or on stdin.
@@ -1555,13 +1556,13 @@ type interpreter struct {
 // interpreterOf returns the interpreter a program name names, allowing version suffixes
 // (python3.12, perl5.36, php8.2, lua5.4).
 func interpreterOf(program string) (string, interpreter, bool) {
-	if pythonName.MatchString(program) {
+	if pythonName().MatchString(program) {
 		return "python", interpreters["python"], true
 	}
 	if program == "nodejs" {
 		program = "node"
 	}
-	for _, name := range []string{program, versionedSuffix.ReplaceAllString(program, "")} {
+	for _, name := range []string{program, versionedSuffix().ReplaceAllString(program, "")} {
 		if spec, ok := interpreters[name]; ok {
 			return name, spec, true
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
@@ -52,14 +53,86 @@ func LookAgent(name string) (string, error) {
 // agentProcess is the running agent: its pipes, its process group, and its
 // exit status once it has one.
 type agentProcess struct {
-	cmd    *exec.Cmd // the agent, or on Linux the keeper above it
-	pid    int       // the agent's pid, which is also its process group's
-	stdin  *os.File  // write end: the broker's messages to the agent
-	stdout *os.File  // read end: the agent's messages
-	stderr *os.File  // read end: the agent's log lines
+	path   string            // the agent, or on Linux the keeper above it
+	argv   []string          // its argv
+	attr   *syscall.ProcAttr // its stdio, environment and process attributes
+	child  int               // its pid
+	pid    int               // the agent's pid, which is also its process group's
+	stdin  *os.File          // write end: the broker's messages to the agent
+	stdout *os.File          // read end: the agent's messages
+	stderr *os.File          // read end: the agent's log lines
 
 	done     chan struct{} // closed when the agent has exited and been reaped
 	exitCode int           // valid after done: the status to exit with
+}
+
+// StartedAgent is an agent process started by StartAgent before the broker is
+// ready to relay it, so that the agent starts while the broker loads its
+// configuration. Run relays it; a broker that fails before that calls Stop.
+type StartedAgent struct {
+	proc *agentProcess
+	// signals are caught from the agent's start on (see Run); the ones that
+	// arrive before the relay starts are passed on by it, or end with Stop.
+	signals chan os.Signal
+	// report is the keeper's report of the agent's pid, read by started.
+	report *os.File
+
+	once       sync.Once
+	startedErr error
+}
+
+// StartAgent starts the agent as Run would (see startAgent) and returns as
+// soon as its process exists, without waiting for a keeper to report that
+// it started the agent. From then on the broker adopts the agent's orphans
+// and catches the signals it passes on to the agent.
+func StartAgent(path string, argv []string, keeper string) (*StartedAgent, error) {
+	adoptOrphans()
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, forwardedSignals...)
+	proc, report, err := startAgent(path, argv, keeper)
+	if err != nil {
+		signal.Stop(signals)
+		return nil, err
+	}
+	return &StartedAgent{proc: proc, signals: signals, report: report}, nil
+}
+
+// started waits until the agent runs: at once without a keeper, else once
+// the keeper has reported the agent's pid, or why it could not start it.
+func (a *StartedAgent) started() (*agentProcess, error) {
+	a.once.Do(func() {
+		if a.report == nil {
+			return
+		}
+		pid, err := readKeeperReport(a.report)
+		if err != nil {
+			p := a.proc
+			closeAll(p.stdin, p.stdout, p.stderr)
+			<-p.done // the keeper exits when it could not start the agent
+			a.startedErr = fmt.Errorf("starting agent: %w", err)
+			return
+		}
+		a.proc.pid = pid
+	})
+	return a.proc, a.startedErr
+}
+
+// release stops catching signals for the agent.
+func (a *StartedAgent) release() { signal.Stop(a.signals) }
+
+// Stop ends an agent that will never be relayed, because the broker failed
+// before it was ready: the agent was sent nothing and nothing it wrote is
+// read. It gets EOF and SIGTERM at once, SIGKILL after killGrace, and so
+// does whatever it left running.
+func (a *StartedAgent) Stop(killGrace time.Duration, log *slog.Logger) {
+	defer a.release()
+	p, err := a.started()
+	if err != nil {
+		return // no agent ran
+	}
+	p.stop(0, killGrace)
+	p.killLeftovers(killGrace, a.signals, log)
+	closeAll(p.stdout, p.stderr)
 }
 
 // startAgent starts the agent in a process group of its own, so that signals
@@ -70,92 +143,97 @@ type agentProcess struct {
 // Given a keeper (see Keeper) on a platform that has one, the agent is
 // started by the keeper, which ends the agent's whole tree if the broker is
 // killed; otherwise the agent is the broker's child, and on Linux it is
-// killed with the broker (but its descendants are not).
-func startAgent(path string, argv []string, keeper string) (*agentProcess, error) {
+// killed with the broker (but its descendants are not). With a keeper, the
+// agent's pid is not known until the keeper reports it on the returned
+// file (see StartedAgent.started); until then p.pid is the keeper's.
+func startAgent(path string, argv []string, keeper string) (p *agentProcess, report *os.File, err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
-		return nil, err
+		return nil, nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
-		return nil, err
+		return nil, nil, err
 	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        argv,
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	p = &agentProcess{
+		path:   path,
+		argv:   argv,
+		stdin:  inW,
+		stdout: outR,
+		stderr: errR,
+		done:   make(chan struct{}),
+		attr: &syscall.ProcAttr{
+			Env:   os.Environ(),
+			Files: []uintptr{inR.Fd(), outW.Fd(), errW.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		},
 	}
-	var reportR, reportW *os.File
+	var reportW *os.File
 	if keeper != "" && keeperSupported {
-		if reportR, reportW, err = os.Pipe(); err != nil {
+		if report, reportW, err = os.Pipe(); err != nil {
 			closeAll(inR, inW, outR, outW, errR, errW)
-			return nil, err
+			return nil, nil, err
 		}
-		cmd.Path = keeper
-		cmd.Args = append([]string{keeper, KeeperCommand, path}, argv...)
-		cmd.ExtraFiles = []*os.File{reportW}
+		p.path = keeper
+		p.argv = append([]string{keeper, KeeperCommand, path}, argv...)
+		p.attr.Files = append(p.attr.Files, reportW.Fd())
 		// The keeper catches it and ends the agent's tree.
-		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGTERM)
+		setParentDeathSignal(p.attr.Sys, syscall.SIGTERM)
 	} else {
-		setParentDeathSignal(cmd.SysProcAttr, syscall.SIGKILL)
+		setParentDeathSignal(p.attr.Sys, syscall.SIGKILL)
 	}
-	p := &agentProcess{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
 	started := make(chan error)
 	go p.startAndWait(started)
 	err = <-started
 	closeAll(inR, outW, errW, reportW)
 	if err != nil {
-		closeAll(inW, outR, errR, reportR)
-		return nil, fmt.Errorf("starting agent: %w", err)
+		closeAll(inW, outR, errR, report)
+		return nil, nil, fmt.Errorf("starting agent: %w", err)
 	}
-	p.pid = cmd.Process.Pid
-	if reportR != nil {
-		p.pid, err = readKeeperReport(reportR)
-		if err != nil {
-			closeAll(inW, outR, errR)
-			<-p.done // the keeper exits when it could not start the agent
-			return nil, fmt.Errorf("starting agent: %w", err)
-		}
-	}
-	return p, nil
+	p.pid = p.child
+	return p, report, nil
 }
 
 // startAndWait starts the process and waits for it on one OS thread that
 // nothing else runs on: Linux sends the parent-death signal when the thread
 // that started a child ends, not when the process does, so the thread must
-// live until the child is reaped.
+// live until the child is reaped. The process is started with
+// syscall.ForkExec rather than os/exec, which before its first start
+// probes the kernel with a throwaway child: one more process on the way to
+// the agent.
 func (p *agentProcess) startAndWait(started chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	if err := p.cmd.Start(); err != nil {
-		started <- err
+	child, err := syscall.ForkExec(p.path, p.argv, p.attr)
+	if err != nil {
+		started <- &os.PathError{Op: "fork/exec", Path: p.path, Err: err}
 		return
 	}
+	p.child = child
 	started <- nil
-	p.wait()
-}
-
-func (p *agentProcess) wait() {
-	_ = p.cmd.Wait() // a non-zero exit is reported through the status below
-	p.exitCode = exitCode(p.cmd.ProcessState)
+	p.exitCode = waitExit(child)
 	close(p.done)
 }
 
-// exitCode turns a wait status into a shell-style exit status: the exit code,
-// or 128 plus the signal that ended the process.
-func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// waitExit reaps the child pid and returns its shell-style exit status:
+// the exit code, or 128 plus the signal that ended it.
+func waitExit(pid int) int {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
 // signalGroup sends sig to the agent's whole process group.

@@ -25,7 +25,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,6 +56,10 @@ type Options struct {
 	// started under it, so that nothing of the agent's outlives a broker
 	// killed with SIGKILL (Linux only; elsewhere it is not used).
 	Keeper string
+	// Agent, if not nil, is the agent already started with StartAgent
+	// (from AgentPath, AgentArgs and Keeper), which Run relays instead of
+	// starting one.
+	Agent *StartedAgent
 
 	EditorIn  io.Reader // the editor's messages (the broker's stdin)
 	EditorOut io.Writer // to the editor (the broker's stdout): messages only
@@ -146,8 +149,9 @@ func (e *Editor) Cancelled(sessionID string) <-chan struct{} {
 	return ch
 }
 
-// Run starts the agent, relays until the agent has exited, and returns the
-// status the broker should exit with: the agent's own.
+// Run starts the agent (unless Options.Agent is one already started),
+// relays until the agent has exited, and returns the status the broker
+// should exit with: the agent's own.
 //
 // When the editor closes its input, the agent's stdin is closed and the agent
 // is given ShutdownGrace, then SIGTERM, then SIGKILL after KillGrace. When
@@ -170,13 +174,19 @@ func Run(ctx context.Context, opts Options) (int, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, nil))
 	}
-	adoptOrphans()
-	// Caught from before the agent starts until the broker returns, so that
-	// no signal in any phase ends the broker without reaching the agent.
-	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, forwardedSignals...)
-	defer signal.Stop(signals)
-	proc, err := startAgent(opts.AgentPath, opts.AgentArgs, opts.Keeper)
+	agent := opts.Agent
+	if agent == nil {
+		var err error
+		if agent, err = StartAgent(opts.AgentPath, opts.AgentArgs, opts.Keeper); err != nil {
+			return 0, err
+		}
+	}
+	// Signals are caught from before the agent starts until the broker
+	// returns, so that no signal in any phase ends the broker without
+	// reaching the agent.
+	defer agent.release()
+	signals := agent.signals
+	proc, err := agent.started()
 	if err != nil {
 		return 0, err
 	}

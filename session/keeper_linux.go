@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -48,30 +47,27 @@ func Keeper(args []string, stderr io.Writer) int {
 	// keeper itself is killed, the agent goes with it and its descendants
 	// are re-parented to the broker, which ends them.
 	runtime.LockOSThread()
-	cmd := &exec.Cmd{
-		Path:        args[0],
-		Args:        args[1:],
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(report, err)
+	// syscall.ForkExec rather than os/exec, whose probe of the kernel
+	// before its first start would cost a throwaway child (see
+	// startAndWait).
+	agent, err := syscall.ForkExec(args[0], args[1:], &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		fmt.Fprintln(report, &os.PathError{Op: "fork/exec", Path: args[0], Err: err})
 		report.Close()
 		return 1
 	}
-	fmt.Fprintf(report, "%d\n", cmd.Process.Pid)
+	fmt.Fprintf(report, "%d\n", agent)
 	report.Close()
 
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // the status is read below
-		close(exited)
-	}()
+	exited := make(chan int, 1)
+	go func() { exited <- waitExit(agent) }()
 	select {
-	case <-exited:
-		return exitCode(cmd.ProcessState)
+	case code := <-exited:
+		return code
 	case <-ended:
 		killDescendants()
 		return 128 + int(syscall.SIGKILL)

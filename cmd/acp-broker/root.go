@@ -59,6 +59,12 @@ func (s statusError) Error() string { return fmt.Sprintf("exit status %d", int(s
 
 // execute runs the command line and returns the process exit status.
 func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The keeper (see session.Keeper) stands between the broker and the
+	// agent's start: it goes to its work at once, without building the
+	// command line's tree of commands, and takes its arguments untouched.
+	if len(args) > 0 && args[0] == session.KeeperCommand {
+		return session.Keeper(args[1:], stderr)
+	}
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -144,7 +150,6 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newAnswerCmd(stdout),
 		newMCPCmd(stdout, stderr),
 		newMCPProxyCmd(stdin, stdout, stderr),
-		newKeeperCmd(stderr),
 	)
 	return cmd
 }
@@ -197,17 +202,6 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		trace = tf
 	}
 
-	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
-	if err != nil {
-		return err
-	}
-	defer closeAudit()
-	hub, err := newHub(engine, logger)
-	if err != nil {
-		return err
-	}
-	defer hub.Close()
-
 	// Catching SIGPIPE, rather than ignoring it (which the agent would inherit),
 	// turns a write to an editor that went away into an EPIPE error instead of
 	// killing the broker before it can stop the agent.
@@ -220,10 +214,27 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	if err != nil {
 		return userError(1, fmt.Sprintf("cannot find the broker's own executable to keep the agent: %v", err))
 	}
+	// The agent starts first, so that it (and its keeper) start up while the
+	// broker loads its rules. Nothing is relayed before they have loaded:
+	// a broken rule file stops the agent, which was sent nothing.
+	started, err := session.StartAgent(path, agent, keeper)
+	if err != nil {
+		return userError(1, err.Error())
+	}
+	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
+	if err != nil {
+		started.Stop(opts.killGrace, logger)
+		return err
+	}
+	defer closeAudit()
+	hub := newHub(keeper, engine, logger)
+	defer hub.Close()
+
 	code, err := session.Run(ctx, session.Options{
 		AgentPath:      path,
 		AgentArgs:      agent,
 		Keeper:         keeper,
+		Agent:          started,
 		EditorIn:       stdin,
 		EditorOut:      stdout,
 		Stderr:         logOut,
@@ -299,19 +310,11 @@ func newEngine(opts *rootOptions, agentName string, logger *slog.Logger) (*permi
 	}, nil
 }
 
-// newHub opens the private socket of the MCP proxies. Without it no stdio
-// MCP server could be governed, so failing to open it stops the broker
-// rather than letting servers run unwatched.
-func newHub(engine *permission.Engine, logger *slog.Logger) (*mcp.Hub, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, userError(1, fmt.Sprintf("cannot find the broker's own executable for the MCP proxy: %v", err))
-	}
-	hub := &mcp.Hub{Exe: exe, Catalog: engine.Catalog, Log: logger, Policy: engine.Rules.Policy, Governor: engine}
-	if err := hub.Listen(); err != nil {
-		return nil, userError(1, fmt.Sprintf("cannot open the MCP proxies' socket: %v", err), "check that $TMPDIR is writable")
-	}
-	return hub, nil
+// newHub is the private channel of the MCP proxies, whose socket is opened
+// when the first session set-up names a stdio MCP server. Failing to open it
+// refuses that set-up rather than letting the servers run unwatched.
+func newHub(exe string, engine *permission.Engine, logger *slog.Logger) *mcp.Hub {
+	return &mcp.Hub{Exe: exe, Catalog: engine.Catalog, Log: logger, Policy: engine.Rules.Policy, Governor: engine}
 }
 
 func parseLevel(s string) (slog.Level, error) {
