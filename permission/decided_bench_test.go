@@ -1,0 +1,206 @@
+//go:build linux
+
+package permission
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acp-broker/acp-broker/rules"
+	"github.com/acp-broker/acp-broker/session"
+)
+
+// benchAgentEnv makes the test binary the agent of BenchmarkDecidedTurn
+// (see TestMain).
+const benchAgentEnv = "ACPB_PERMISSION_BENCH_AGENT"
+
+// benchRules allows the command the bench agent asks about.
+const benchRules = `[[rule]]
+id = "git-read"
+decision = "allow"
+command = ["git status", "git log *", "git diff *"]
+`
+
+// BenchmarkDecidedTurn measures, in process, the broker's whole live path
+// for a permission request the rules decide: one prompt turn in which the
+// agent asks to run `git status`, a rule allows it and the broker answers
+// the agent itself. "relay" is the same turn without the request, so the
+// difference is what the decision costs. cpu-ns/op is the CPU time of this
+// process (the broker and the editor's side), not the agent's.
+func BenchmarkDecidedTurn(b *testing.B) {
+	for _, ask := range []bool{false, true} {
+		name := "relay"
+		if ask {
+			name = "decided"
+		}
+		b.Run(name, func(b *testing.B) { benchTurn(b, ask) })
+	}
+}
+
+func benchTurn(b *testing.B, ask bool) {
+	// The broker's own files are protected paths: they are kept apart from
+	// the project, as a user's are.
+	root := b.TempDir()
+	dir, cwd := filepath.Join(root, "broker"), filepath.Join(root, "project")
+	for _, d := range []string{dir, cwd} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, "rules.toml")
+	if err := os.WriteFile(config, []byte(benchRules), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	loc := rules.Locations{User: filepath.Join(dir, "config.toml"), StateDir: filepath.Join(dir, "state"), Home: filepath.Join(dir, "home")}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc, Extra: []string{config}}, dir, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	src.AuditTo(audit, "bench")
+	engine := &Engine{Rules: src, Audit: audit, Log: log, Agent: "bench", Home: loc.Home, StateDir: loc.StateDir}
+
+	editorIn, toBroker := io.Pipe()
+	fromBroker, editorOut := io.Pipe()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.Setenv(benchAgentEnv, "1")
+	defer os.Unsetenv(benchAgentEnv)
+	done := make(chan error, 1)
+	go func() {
+		_, err := session.Run(context.Background(), session.Options{
+			AgentPath: exe, AgentArgs: []string{exe}, EditorIn: editorIn, EditorOut: editorOut,
+			Stderr: os.Stderr, Logger: log, Policy: engine, Started: engine.Started, Modes: engine,
+		})
+		editorOut.Close()
+		done <- err
+	}()
+	r := bufio.NewReader(fromBroker)
+	call := func(line string) []byte {
+		if _, err := io.WriteString(toBroker, line+"\n"); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			reply, err := r.ReadBytes('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !bytes.Contains(reply, []byte(`"sessionUpdate":"tool_call`)) {
+				return reply
+			}
+		}
+	}
+	call(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}`)
+	cwdJSON, _ := json.Marshal(cwd)
+	call(`{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":` + string(cwdJSON) + `,"mcpServers":[]}}`)
+	prompt := `{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[],"_meta":{"ask":false}}}`
+	if ask {
+		prompt = `{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[],"_meta":{"ask":true}}}`
+	}
+	want := []byte(`{"jsonrpc":"2.0","id":"p","result":{"stopReason":"end_turn"}}` + "\n")
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	for b.Loop() {
+		if got := call(prompt); !bytes.Equal(got, want) {
+			audit, _ := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+			b.Fatalf("the prompt's answer is %q, want %q; the audit log:\n%s", got, want, audit)
+		}
+	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	toBroker.Close()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	_ = engine.Close(time.Second)
+}
+
+func TestMain(m *testing.M) {
+	if os.Getenv(benchAgentEnv) != "" {
+		if err := benchAgent(os.Stdin, os.Stdout); err != nil && err != io.EOF {
+			fmt.Fprintln(os.Stderr, "bench agent:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// benchAgent plays the agent of BenchmarkDecidedTurn: it answers
+// initialize and session/new, and a prompt whose _meta.ask is true
+// announces a tool call, asks permission to run `git status`, waits for the
+// answer and reports the tool call completed before answering the prompt.
+func benchAgent(in io.Reader, out io.Writer) error {
+	r := bufio.NewReader(in)
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta struct {
+				Ask bool `json:"ask"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	respond := func(id json.RawMessage, result string) error {
+		_, err := fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
+		return err
+	}
+	const update = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t%d","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}}}}` + "\n"
+	const request = `{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t%d"},"options":[{"optionId":"allow_always","name":"Always Allow","kind":"allow_always"},{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}` + "\n"
+	const completed = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t%d","status":"completed"}}}` + "\n"
+	next := 0
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return err
+		}
+		m.Params.Meta.Ask = false
+		if err := json.Unmarshal(line, &m); err != nil {
+			return err
+		}
+		switch m.Method {
+		case "initialize":
+			err = respond(m.ID, `{"protocolVersion":1,"agentCapabilities":{}}`)
+		case "session/new":
+			err = respond(m.ID, `{"sessionId":"s1"}`)
+		case "session/prompt":
+			if m.Params.Meta.Ask {
+				next++
+				if _, err := fmt.Fprintf(out, update+request, next, next, next); err != nil {
+					return err
+				}
+				answer, err := r.ReadBytes('\n')
+				if err != nil {
+					return err
+				}
+				if want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n", next); string(answer) != want {
+					return fmt.Errorf("the answer is %q, want %q", answer, want)
+				}
+				if _, err := fmt.Fprintf(out, completed, next); err != nil {
+					return err
+				}
+			}
+			err = respond(m.ID, `{"stopReason":"end_turn"}`)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
