@@ -34,20 +34,20 @@ command = ["git status", "git log *", "git diff *"]
 // BenchmarkDecidedTurn measures, in process, the broker's whole live path
 // for a permission request the rules decide: one prompt turn in which the
 // agent asks to run `git status`, a rule allows it and the broker answers
-// the agent itself. "relay" is the same turn without the request, so the
-// difference is what the decision costs. cpu-ns/op is the CPU time of this
-// process (the broker and the editor's side), not the agent's.
+// the agent itself. "forwarded" asks to run `make build`, which no rule
+// decides: the editor is asked and answers at once. "relay" is the same
+// turn without the request, so the difference is what the decision costs.
+// cpu-ns/op is the CPU time of this process (the broker and the editor's
+// side), not the agent's.
 func BenchmarkDecidedTurn(b *testing.B) {
-	for _, ask := range []bool{false, true} {
-		name := "relay"
-		if ask {
-			name = "decided"
-		}
-		b.Run(name, func(b *testing.B) { benchTurn(b, ask) })
+	for _, c := range []struct{ name, command string }{{"relay", ""}, {"decided", "git status"}, {"forwarded", "make build"}} {
+		b.Run(c.name, func(b *testing.B) { benchTurn(b, c.command) })
 	}
 }
 
-func benchTurn(b *testing.B, ask bool) {
+// benchTurn plays the editor of prompt turns in which the agent asks
+// permission to run command ("" for none), answering what is forwarded.
+func benchTurn(b *testing.B, command string) {
 	// The broker's own files are protected paths: they are kept apart from
 	// the project, as a user's are.
 	root := b.TempDir()
@@ -101,7 +101,17 @@ func benchTurn(b *testing.B, ask bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if !bytes.Contains(reply, []byte(`"sessionUpdate":"tool_call`)) {
+			switch {
+			case bytes.Contains(reply, []byte(`"sessionUpdate":"tool_call`)):
+			case bytes.Contains(reply, []byte(`"method":"session/request_permission"`)):
+				var m struct{ ID json.RawMessage }
+				if err := json.Unmarshal(reply, &m); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := fmt.Fprintf(toBroker, `{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`+"\n", m.ID); err != nil {
+					b.Fatal(err)
+				}
+			default:
 				return reply
 			}
 		}
@@ -109,10 +119,8 @@ func benchTurn(b *testing.B, ask bool) {
 	call(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":1}}`)
 	cwdJSON, _ := json.Marshal(cwd)
 	call(`{"jsonrpc":"2.0","id":"n","method":"session/new","params":{"cwd":` + string(cwdJSON) + `,"mcpServers":[]}}`)
-	prompt := `{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[],"_meta":{"ask":false}}}`
-	if ask {
-		prompt = `{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[],"_meta":{"ask":true}}}`
-	}
+	commandJSON, _ := json.Marshal(command)
+	prompt := `{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[],"_meta":{"command":` + string(commandJSON) + `}}}`
 	want := []byte(`{"jsonrpc":"2.0","id":"p","result":{"stopReason":"end_turn"}}` + "\n")
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
@@ -144,9 +152,9 @@ func TestMain(m *testing.M) {
 }
 
 // benchAgent plays the agent of BenchmarkDecidedTurn: it answers
-// initialize and session/new, and a prompt whose _meta.ask is true
-// announces a tool call, asks permission to run `git status`, waits for the
-// answer and reports the tool call completed before answering the prompt.
+// initialize and session/new, and a prompt with a _meta.command announces a
+// tool call running it, asks permission, waits for the answer and reports
+// the tool call completed before answering the prompt.
 func benchAgent(in io.Reader, out io.Writer) error {
 	r := bufio.NewReader(in)
 	var m struct {
@@ -154,7 +162,7 @@ func benchAgent(in io.Reader, out io.Writer) error {
 		Method string          `json:"method"`
 		Params struct {
 			Meta struct {
-				Ask bool `json:"ask"`
+				Command string `json:"command"`
 			} `json:"_meta"`
 		} `json:"params"`
 	}
@@ -162,7 +170,7 @@ func benchAgent(in io.Reader, out io.Writer) error {
 		_, err := fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
 		return err
 	}
-	const update = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t%d","title":"git status","kind":"execute","status":"pending","rawInput":{"command":"git status"}}}}` + "\n"
+	const update = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t%d","title":%s,"kind":"execute","status":"pending","rawInput":{"command":%s}}}}` + "\n"
 	const request = `{"jsonrpc":"2.0","id":%d,"method":"session/request_permission","params":{"sessionId":"s1","toolCall":{"toolCallId":"t%d"},"options":[{"optionId":"allow_always","name":"Always Allow","kind":"allow_always"},{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}}` + "\n"
 	const completed = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t%d","status":"completed"}}}` + "\n"
 	next := 0
@@ -171,7 +179,7 @@ func benchAgent(in io.Reader, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m.Params.Meta.Ask = false
+		m.Params.Meta.Command = ""
 		if err := json.Unmarshal(line, &m); err != nil {
 			return err
 		}
@@ -181,9 +189,10 @@ func benchAgent(in io.Reader, out io.Writer) error {
 		case "session/new":
 			err = respond(m.ID, `{"sessionId":"s1"}`)
 		case "session/prompt":
-			if m.Params.Meta.Ask {
+			if command := m.Params.Meta.Command; command != "" {
 				next++
-				if _, err := fmt.Fprintf(out, update+request, next, next, next); err != nil {
+				title, _ := json.Marshal(command)
+				if _, err := fmt.Fprintf(out, update+request, next, title, title, next, next); err != nil {
 					return err
 				}
 				answer, err := r.ReadBytes('\n')
