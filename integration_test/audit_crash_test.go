@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -149,4 +150,22 @@ func TestAuditLineBeforeTheAnswer(t *testing.T) {
 	if t.Failed() {
 		t.Logf("the pipe held:\n%s", data)
 	}
+}
+
+// TestAuditThatCannotBeWrittenAllowsNothing: with an audit log every write
+// to which fails (/dev/full), what the rules allow is not given by the
+// broker: the permission request goes to the editor, whose answer is
+// relayed, and a terminal is refused. A deny is still a deny.
+func TestAuditThatCannotBeWrittenAllowsNothing(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules, args: []string{"--audit", "/dev/full"}})
+	d.noisy = true // every write of the log fails, and is logged
+	d.explainOff = "rules explain writes no audit log: it allows what the broker, unable to record it, asks"
+	d.asked(execReq("1", "git status"), answer("1", "allow"))
+	d.decided(execReq("2", "git push --force origin main"), "reject")
+	if msg := d.refused(`{"jsonrpc":"2.0","id":"t1","method":"terminal/create","params":{"sessionId":"sess_1","command":"git","args":["status"],"cwd":"$CWD"}}`); !strings.Contains(msg, "audit log") {
+		t.Errorf("the refusal %q does not say the audit log is why", msg)
+	}
+	d.WaitStderr("the failed write", func(l string) bool { return strings.Contains(l, "cannot write the audit log") })
+	d.finish()
 }
