@@ -167,10 +167,19 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		e.ask(c, params, req, rec, start, "audit log", "the broker allowed this but cannot write the audit log ("+err.Error()+"), so a human decides", nil)
 		return
 	}
-	if ev.Decision == rules.Allow {
+	// What the allow covers next (see approvals) is noted before the agent
+	// can act on it: an MCP call reaches the broker on another goroutine,
+	// so before the answer; a terminal or a write comes on this one, once
+	// Intercept returns, so after it, off the answer's latency (noting a
+	// command resolves its directory's links).
+	covers := ev.Decision == rules.Allow
+	if covers && req.MCP != nil {
 		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)
+		covers = false
 	}
-	c.SelectOption(opt.OptionID)
+	if c.SelectOption(opt.OptionID) && covers {
+		e.approved.noteRequest(c.Session.ID, req, nil, true)
+	}
 }
 
 // pick returns the first option of the first wanted kind offered: options
