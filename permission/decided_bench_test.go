@@ -140,6 +140,58 @@ func benchTurn(b *testing.B, command string) {
 	_ = engine.Close(time.Second)
 }
 
+// BenchmarkDecide measures, without the relay, what the broker does for a
+// permission request the rules allow, in one goroutine (so that callgrind
+// counts the same instructions every run): the policy for the session's
+// directory, Evaluate on the params and the merged tool call, and the
+// audit line.
+func BenchmarkDecide(b *testing.B) {
+	root := b.TempDir()
+	dir, cwd := filepath.Join(root, "broker"), filepath.Join(root, "project")
+	for _, d := range []string{dir, cwd} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	config := filepath.Join(dir, "rules.toml")
+	if err := os.WriteFile(config, []byte(benchRules), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	loc := rules.Locations{User: filepath.Join(dir, "config.toml"), StateDir: filepath.Join(dir, "state"), Home: filepath.Join(dir, "home")}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc, Extra: []string{config}}, dir, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer audit.Close()
+	params := json.RawMessage(`{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow_always","name":"Always Allow","kind":"allow_always"},{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}`)
+	toolCall := &session.ToolCall{ID: "t1", Fields: map[string]json.RawMessage{
+		"toolCallId": json.RawMessage(`"t1"`), "title": json.RawMessage(`"git status"`), "kind": json.RawMessage(`"execute"`),
+		"status": json.RawMessage(`"pending"`), "rawInput": json.RawMessage(`{"command":"git status"}`)}}
+	info := session.Info{ID: "s1", Cwd: cwd, Opened: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := src.Policy(info.Cwd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ev := Evaluate(Inputs{Params: params, ToolCall: toolCall, Session: info, Policy: p, Mode: EffectiveMode("", p), Home: loc.Home})
+		if ev.Decision != rules.Allow {
+			b.Fatalf("decided %s (%s), want allow", ev.Decision, ev.Reason)
+		}
+		rec := Record{Time: time.Now().UTC(), Session: info.ID, Agent: "bench", Method: "session/request_permission", Option: ev.Option.OptionID, OptionKd: ev.Option.Kind}
+		describe(&rec, ev.Request)
+		fillVerdict(&rec, ev.Verdict)
+		if err := audit.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(benchAgentEnv) != "" {
 		if err := benchAgent(os.Stdin, os.Stdout); err != nil && err != io.EOF {

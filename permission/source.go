@@ -14,22 +14,23 @@ import (
 // changes: a request within it of the last check gets the rules of that
 // check without a stat, so a burst of requests (and the mode guard, asked
 // at every editor message) costs no system call; an edit takes effect for
-// every request that starts this long after it. A timer, not file change
+// every request that starts this long after it. Not file change
 // notifications: an inotify event reaches a watcher goroutine
-// asynchronously, so it promises no bound either unless read at every
-// request (a system call again), and it misses what stat sees (a change
-// behind a symbolic link, a directory created later, network file
-// systems).
+// asynchronously, so the next request could still miss an edit unless the
+// queue were read at every request (a system call again), and inotify
+// misses changes that stat sees (behind a symbolic link, in a directory
+// created later, on a network file system).
 const RecheckInterval = 5 * time.Millisecond
 
 // RuleSource loads the rule layers for each project directory and reloads
 // them when a file changes, so edits take effect without restarting the
-// agent: for the next request at least RecheckInterval after the edit, and
-// at once for the remembered answers this broker stores itself (Changed). A managed or user file that becomes invalid
-// keeps the previous rules in force and logs the error. A project file that
-// becomes invalid (or unreadable) makes its sessions ask for everything, and
-// any change to a project file ends its trust at once: its allow rules are
-// never kept as "the previous rules".
+// agent: for every request from RecheckInterval after the edit, and at once
+// for the remembered answers this broker stores itself (Changed). A managed
+// or user file that becomes invalid keeps the previous rules in force and
+// logs the error. A project file that becomes invalid (or unreadable) makes
+// its sessions ask for everything, and any change to a project file ends
+// its trust at once: its allow rules are never kept as "the previous
+// rules".
 type RuleSource struct {
 	opts rules.LoadOptions // ProjectDir is set per request
 	log  *slog.Logger
