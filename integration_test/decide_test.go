@@ -185,8 +185,18 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 	return d
 }
 
+// brokerRecheck is how often, at most, a running broker checks its rule
+// files, the trust store and the remembered answers for changes (the
+// README's Hot reload).
+const brokerRecheck = 5 * time.Millisecond
+
+// afterChange waits until a change just made to one of those files is seen
+// by the broker's next request.
+func afterChange() { time.Sleep(brokerRecheck) }
+
 // writeFileAtomic replaces path with content through a rename, so the file
-// gets a new inode and the broker's change check always sees it.
+// gets a new inode and the broker's change check always sees it, and waits
+// until it does (afterChange).
 func writeFileAtomic(t testing.TB, path, content string) {
 	t.Helper()
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
@@ -205,6 +215,7 @@ func writeFileAtomic(t testing.TB, path, content string) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		t.Fatal(err)
 	}
+	afterChange()
 }
 
 // jsonText is s as it appears inside a JSON string literal.

@@ -48,6 +48,7 @@ func trustProject(t testing.TB, d *decider) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("acp-broker trust: %v\n%s", err, out)
 	}
+	afterChange()
 }
 
 // askedBecause requires the request to be asked (forwarded to the editor
@@ -350,6 +351,7 @@ command = "rm *"
 		{"made_a_fifo_allow_stops", func() {
 			mustDo(d.t, os.Remove(path))
 			mustDo(d.t, syscall.Mkfifo(path, 0o600))
+			afterChange()
 			d.askedBecause(execReq("7", "ls -la"), "7", "a named pipe")
 			d.decided(execReq("8", "rm -rf build"), "reject")
 		}},

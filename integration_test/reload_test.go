@@ -97,6 +97,7 @@ command = "make"
 			if err := os.Remove(d.config); err != nil {
 				d.t.Fatal(err)
 			}
+			afterChange()
 			d.liveOnly("the running broker keeps the last rules that loaded; explain reads the files as they are now")
 			d.decided(reqMake("6"), "allow")
 			if id := lastRuleID("m6"); id != "make-allowed-again" {
@@ -164,6 +165,7 @@ command = "make deploy *"
 			if out, err := cmd.CombinedOutput(); err != nil {
 				d.t.Fatalf("acp-broker trust: %v\n%s", err, out)
 			}
+			afterChange()
 			d.decided(curl("5"), "allow")
 		}},
 		{"trusted_project_mode_applies", func() { d.decided(rm("6"), "allow") }},

@@ -41,6 +41,7 @@ func brokerCLI(t *testing.T, state string, args ...string) string {
 	if err != nil {
 		t.Fatalf("acp-broker %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	afterChange() // a revoke reaches the running brokers
 	return string(out)
 }
 

@@ -74,8 +74,19 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		rec.Always = alwaysCovers(req, o)
 	}
 	ctx, withdraw := context.WithCancelCause(c.Context())
-	answered := make(chan Record, 1)
+	// answered is closed once the winning answer's line is written.
+	answered := make(chan struct{})
 	e.unanswered.Add(1)
+	var refusedMu sync.Mutex
+	var refused []string
+	// writeLine writes the request's one audit line.
+	writeLine := func(r Record) {
+		refusedMu.Lock()
+		r.Refused = refused
+		refusedMu.Unlock()
+		r.Latency = ms(time.Since(start))
+		_ = e.write(r)
+	}
 
 	// win records the first answer; only the one that won calls it.
 	win := func(r Record, kind string) {
@@ -97,7 +108,10 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			chosen, _ := optionByID(params.Options, id)
 			r.Remembered = remember(chosen, by)
 		}
-		answered <- r
+		// Before the answer reaches the agent, as a decision's line (see
+		// Engine.write).
+		writeLine(r)
+		close(answered)
 	}
 
 	// answerAs is the option the agent gets for the one a human chose (see
@@ -178,8 +192,6 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			}()
 		}
 	}
-	var refusedMu sync.Mutex
-	var refused []string
 	if a.Local != nil {
 		// Answers the local channel refuses for who sent them (the agent's
 		// own processes) are named in the audit line.
@@ -247,23 +259,19 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		defer e.unanswered.Done()
 		<-c.Context().Done()
 		withdraw(context.Canceled)
-		var r Record
 		select {
-		case r = <-answered:
+		case <-answered:
+			return // its line is written
 		default:
-			r = rec
-			r.Decision = "unanswered"
-			select {
-			case <-c.SessionCancelled():
-				r.Decision, r.Source = "cancelled", "cancel"
-			default:
-			}
 		}
-		refusedMu.Lock()
-		r.Refused = refused
-		refusedMu.Unlock()
-		r.Latency = ms(time.Since(start))
-		e.write(r)
+		r := rec
+		r.Decision = "unanswered"
+		select {
+		case <-c.SessionCancelled():
+			r.Decision, r.Source = "cancelled", "cancel"
+		default:
+		}
+		writeLine(r)
 	}()
 }
 

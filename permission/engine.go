@@ -157,12 +157,28 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	}
 	opt := ev.Option
 	rec.Option, rec.OptionKd = opt.OptionID, opt.Kind
-	if ev.Decision == rules.Allow {
-		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)
+	// The line reaches the kernel before the answer leaves (see write):
+	// whatever the agent was answered is in the log, even if the broker is
+	// killed the moment after.
+	rec.Latency = ms(time.Since(start))
+	if err := e.write(rec); err != nil && ev.Decision == rules.Allow {
+		// An allow that leaves no trace is not the broker's to give.
+		rec.Option, rec.OptionKd = "", ""
+		e.ask(c, params, req, rec, start, "audit log", "the broker allowed this but cannot write the audit log ("+err.Error()+"), so a human decides", nil)
+		return
 	}
-	if c.SelectOption(opt.OptionID) {
-		rec.Latency = ms(time.Since(start))
-		e.write(rec)
+	// What the allow covers next (see approvals) is noted before the agent
+	// can act on it: an MCP call reaches the broker on another goroutine,
+	// so before the answer; a terminal or a write comes on this one, once
+	// Intercept returns, so after it, off the answer's latency (noting a
+	// command resolves its directory's links).
+	covers := ev.Decision == rules.Allow
+	if covers && req.MCP != nil {
+		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)
+		covers = false
+	}
+	if c.SelectOption(opt.OptionID) && covers {
+		e.approved.noteRequest(c.Session.ID, req, nil, true)
 	}
 }
 
@@ -288,6 +304,9 @@ func (e *Engine) rememberer(info session.Info, req *rules.Request, scope string,
 			return e.rememberForSession(info.RulesSession(), entries)
 		}
 		saved, err := rules.StoreIn(e.StateDir).Add(entries...)
+		// The agent's next request must see the entry (or whatever the
+		// failed write left), not the rules of the last check.
+		e.Rules.Changed()
 		if err != nil {
 			e.Log.Error("cannot remember an always answer", "err", err)
 			return "nothing: " + err.Error()
@@ -443,9 +462,9 @@ func shellLine(command string, args []string) (string, bool) {
 // never forwarded.
 func (e *Engine) refuseUnreadable(c *session.Call, start time.Time, err error) {
 	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method, Decision: string(rules.Deny), Source: "not understood", Reason: "the request's params: " + err.Error()}
-	c.RespondError(jsonrpc.CodeInvalidParams, "acp-broker cannot read this request's params exactly ("+err.Error()+"), so it is refused")
 	rec.Latency = ms(time.Since(start))
-	e.write(rec)
+	_ = e.write(rec)
+	c.RespondError(jsonrpc.CodeInvalidParams, "acp-broker cannot read this request's params exactly ("+err.Error()+"), so it is refused")
 }
 
 // defend decides a write or a terminal the agent asks the editor for. Agents
@@ -474,26 +493,32 @@ func (e *Engine) defend(c *session.Call, start time.Time, fields map[string]json
 			why = c.Session.Unreadable
 		}
 		rec.Decision, rec.Source, rec.Reason = string(rules.Deny), "unknown session", why
-		c.RespondError(jsonrpc.CodeServerError, "acp-broker refused this: "+why)
 		rec.Latency = ms(time.Since(start))
-		e.write(rec)
+		_ = e.write(rec)
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker refused this: "+why)
 		return
 	}
 	// refuse answers with an error saying why; the audit line says the
-	// same unless the record already has a reason.
+	// same unless the record already has a reason. The line is written
+	// before the answer or the forward, as in permission.
 	refuse := func(source, why string) {
 		rec.Decision, rec.Source = string(rules.Deny), source
 		if rec.Reason == "" {
 			rec.Reason = why
 		}
-		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+why)
 		rec.Latency = ms(time.Since(start))
-		e.write(rec)
+		_ = e.write(rec)
+		c.RespondError(jsonrpc.CodeServerError, "acp-broker denied this: "+why)
 	}
 	forward := func() {
-		c.Forward(nil)
 		rec.Latency = ms(time.Since(start))
-		e.write(rec)
+		if err := e.write(rec); err != nil {
+			// What the rules allow goes nowhere unrecorded.
+			rec.Reason = ""
+			refuse("audit log", "the audit log cannot be written ("+err.Error()+")")
+			return
+		}
+		c.Forward(nil)
 	}
 	p, mode, err := e.policy(c.Session)
 	if err != nil {
@@ -633,12 +658,21 @@ func fillVerdict(rec *Record, v rules.Verdict) {
 	}
 }
 
-func (e *Engine) write(r Record) {
+// write appends a record to the audit log, logging a failure, which it
+// returns so that no allow goes out that the log does not hold. Each line is
+// one write(2) of its own, made before the answer it records is sent: it is
+// then in the kernel, which keeps it whatever becomes of the broker (even
+// SIGKILL; only the machine's crash can lose what was not yet on disk), and
+// the answer waits for no disk, no flush and no other goroutine, only for
+// that system call.
+func (e *Engine) write(r Record) error {
 	r.Time = time.Now().UTC()
 	r.Agent = e.Agent
-	if err := e.Audit.Write(r); err != nil {
+	err := e.Audit.Write(r)
+	if err != nil {
 		e.Log.Error("cannot write the audit log", "err", err)
 	}
+	return err
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,10 +1,12 @@
 package permission
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/rules"
@@ -181,10 +183,12 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 		}
 	}
 	if v, ok := m["title"]; ok {
-		_ = json.Unmarshal(v, &p.Title)
+		p.Title, _ = stringOf(v)
 	}
-	if v, ok := m["sessionId"]; ok && json.Unmarshal(v, &p.SessionID) != nil {
-		return p, errors.New(`"sessionId" is not a string`)
+	if v, ok := m["sessionId"]; ok && !jsonrpc.IsNull(v) {
+		if p.SessionID, ok = stringOf(v); !ok {
+			return p, errors.New(`"sessionId" is not a string`)
+		}
 	}
 	if v, ok := m["options"]; ok && string(v) != "null" {
 		spans, err := jsonrpc.Elements(v)
@@ -233,10 +237,29 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 	return p, nil
 }
 
-// stringOf decodes a JSON string value.
+// stringOf decodes a JSON string value as encoding/json does, without its
+// cost for a string with nothing escaped, which is nearly every one a
+// request carries (read once per option of every request).
 func stringOf(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	body := v[1 : len(v)-1]
+	if v[len(v)-1] == '"' && bytes.IndexByte(body, '\\') < 0 && bytes.IndexByte(body, '"') < 0 && utf8.Valid(body) && !hasControl(body) {
+		return string(body), true
+	}
 	var s string
-	return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
+	return s, json.Unmarshal(v, &s) == nil
+}
+
+// hasControl reports whether b holds a byte a JSON string must escape.
+func hasControl(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 func readOption(raw json.RawMessage) (option, error) {
@@ -245,10 +268,19 @@ func readOption(raw json.RawMessage) (option, error) {
 	if err != nil {
 		return o, err
 	}
-	for name, dst := range map[string]*string{"optionId": &o.OptionID, "name": &o.Name, "kind": &o.Kind} {
-		if v, ok := m[name]; ok && json.Unmarshal(v, dst) != nil {
-			return o, fmt.Errorf("%q is not a string", name)
+	for _, member := range [...]struct {
+		name string
+		dst  *string
+	}{{"optionId", &o.OptionID}, {"name", &o.Name}, {"kind", &o.Kind}} {
+		v, given := m[member.name]
+		if !given || jsonrpc.IsNull(v) {
+			continue // as encoding/json leaves a null string
 		}
+		s, ok := stringOf(v)
+		if !ok {
+			return o, fmt.Errorf("%q is not a string", member.name)
+		}
+		*member.dst = s
 	}
 	o.Meta = m["_meta"]
 	return o, nil

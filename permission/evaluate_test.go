@@ -125,3 +125,27 @@ func writeRules(t *testing.T, content string) string {
 	}
 	return path
 }
+
+// TestStringOfDecodesAsEncodingJSON: the options, session id and title of
+// every permission request are decoded by stringOf, which skips
+// encoding/json for a string with nothing escaped and must read every
+// value exactly as encoding/json does.
+func TestStringOfDecodesAsEncodingJSON(t *testing.T) {
+	for _, raw := range []string{
+		`"allow_once"`, `""`, `"Yes, and don't ask again"`, `"é ü 漢字 😀"`,
+		`"a\"b"`, `"\u0041"`, `"tab\there"`, `"\ud800"`, "\"bad \xff utf-8\"", "\"nul \x00\"",
+		`"trailing" `, ` "leading"`, `null`, `1`, `true`, `{}`, `[]`, `"`, `"unterminated`,
+	} {
+		var want string
+		wantOK := len(raw) > 0 && raw[0] == '"' && json.Unmarshal([]byte(raw), &want) == nil
+		got, ok := stringOf(json.RawMessage(raw))
+		if ok != wantOK || got != want {
+			t.Errorf("stringOf(%q) = %q, %v; encoding/json reads %q, %v", raw, got, ok, want, wantOK)
+		}
+	}
+	// The point of it: one allocation, the string itself.
+	plain := json.RawMessage(`"reject_once"`)
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = stringOf(plain) }); allocs > 1 {
+		t.Errorf("stringOf allocates %.0f times for a plain string, want 1", allocs)
+	}
+}

@@ -65,7 +65,10 @@ func (e *Engine) Decide(c mcp.Call) mcp.Verdict {
 	}
 	switch v.Decision {
 	case rules.Allow:
-		e.writeMCP(rec, start)
+		if e.writeMCP(rec, start) != nil {
+			// An allow that leaves no trace is not the broker's to give.
+			return mcp.Verdict{Decision: mcp.Ask}
+		}
 		return mcp.Verdict{Decision: mcp.Allow}
 	case rules.Deny:
 		e.writeMCP(rec, start)
@@ -80,7 +83,9 @@ func (e *Engine) Decide(c mcp.Call) mcp.Verdict {
 			return mcp.Verdict{Decision: mcp.Deny, Message: fmt.Sprintf("acp-broker refused the MCP call %s: it was rejected when the agent asked for it", req.MCP.String())}
 		}
 		rec.Decision, rec.Reason = string(rules.Allow), "the agent asked for this call with session/request_permission and it was allowed"
-		e.writeMCP(rec, start)
+		if e.writeMCP(rec, start) != nil {
+			return mcp.Verdict{Decision: mcp.Ask}
+		}
 		return mcp.Verdict{Decision: mcp.Allow}
 	}
 	return mcp.Verdict{Decision: mcp.Ask}
@@ -184,9 +189,9 @@ func (e *Engine) Listed(sessionID string, changes []mcp.Change) {
 	}
 }
 
-func (e *Engine) writeMCP(rec Record, start time.Time) {
+func (e *Engine) writeMCP(rec Record, start time.Time) error {
 	rec.Latency = ms(time.Since(start))
-	e.write(rec)
+	return e.write(rec)
 }
 
 // mcpArguments finds the arguments an ACP permission request shows for an

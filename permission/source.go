@@ -10,13 +10,27 @@ import (
 	"github.com/acp-broker/acp-broker/rules"
 )
 
+// RecheckInterval is how often, at most, the rule files are checked for
+// changes: a request within it of the last check gets the rules of that
+// check without a stat, so a burst of requests (and the mode guard, asked
+// at every editor message) costs no system call; an edit takes effect for
+// every request that starts this long after it. Not file change
+// notifications: an inotify event reaches a watcher goroutine
+// asynchronously, so the next request could still miss an edit unless the
+// queue were read at every request (a system call again), and inotify
+// misses changes that stat sees (behind a symbolic link, in a directory
+// created later, on a network file system).
+const RecheckInterval = 5 * time.Millisecond
+
 // RuleSource loads the rule layers for each project directory and reloads
-// them when a file changes, so edits take effect for the next request
-// without restarting the agent. A managed or user file that becomes invalid
-// keeps the previous rules in force and logs the error. A project file that
-// becomes invalid (or unreadable) makes its sessions ask for everything, and
-// any change to a project file ends its trust at once: its allow rules are
-// never kept as "the previous rules".
+// them when a file changes, so edits take effect without restarting the
+// agent: for every request from RecheckInterval after the edit, and at once
+// for the remembered answers this broker stores itself (Changed). A managed
+// or user file that becomes invalid keeps the previous rules in force and
+// logs the error. A project file that becomes invalid (or unreadable) makes
+// its sessions ask for everything, and any change to a project file ends
+// its trust at once: its allow rules are never kept as "the previous
+// rules".
 type RuleSource struct {
 	opts rules.LoadOptions // ProjectDir is set per request
 	log  *slog.Logger
@@ -29,8 +43,10 @@ type RuleSource struct {
 }
 
 type loaded struct {
-	policy   *rules.Policy
-	stamps   []rules.FileStamp
+	policy *rules.Policy
+	stamps []rules.FileStamp
+	// checked is when stamps were last compared with the files.
+	checked  time.Time
 	warnings []string
 	// noted is the stamp of the project file whose notes were audited.
 	noted rules.FileStamp
@@ -93,6 +109,7 @@ func (s *RuleSource) note(p *rules.Policy) {
 }
 
 func (s *RuleSource) load(projectDir string, last *rules.Policy) (*loaded, error) {
+	checked := time.Now()
 	stamps := s.stamps(projectDir)
 	opts := s.opts
 	opts.ProjectDir = projectDir
@@ -103,17 +120,34 @@ func (s *RuleSource) load(projectDir string, last *rules.Policy) (*loaded, error
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{policy: policy, stamps: stamps, warnings: warnings, noted: projectStamp(stamps)}, nil
+	return &loaded{policy: policy, stamps: stamps, checked: checked, warnings: warnings, noted: projectStamp(stamps)}, nil
+}
+
+// Changed makes the next Policy check every file, whenever the last check
+// was: for a change this broker made itself (a remembered answer), which
+// the agent's next request must see.
+func (s *RuleSource) Changed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.cache {
+		l.checked = time.Time{}
+	}
 }
 
 // Policy returns the rules in force for a session's directory, reloading
-// them if any file changed since they were read.
+// them if any file changed since they were read (checked at most every
+// RecheckInterval).
 func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cached, ok := s.cache[projectDir]
+	now := time.Now()
+	if ok && now.Sub(cached.checked) < RecheckInterval {
+		return cached.policy, nil
+	}
 	current := s.stamps(projectDir)
 	if ok && slices.Equal(cached.stamps, current) {
+		cached.checked = now
 		return cached.policy, nil
 	}
 	var last *rules.Policy
@@ -132,7 +166,7 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 		if projectDir != "" && projectStamp(cached.stamps) != projectStamp(current) {
 			cached.policy = cached.policy.WithoutProjectAllows()
 		}
-		cached.stamps = current
+		cached.stamps, cached.checked = current, now
 		return cached.policy, nil
 	}
 	if ok {

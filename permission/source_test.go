@@ -62,6 +62,7 @@ func TestRuleSourceNotesProjectProblemsOncePerVersion(t *testing.T) {
 	}
 	// Another file changes: reloaded, not noted again.
 	write(loc.User, "# changed\n")
+	time.Sleep(RecheckInterval)
 	if p, err := src.Policy(repo); err != nil || p.ProjectError == nil {
 		t.Fatalf("Policy: %v, %v", p, err)
 	}
@@ -71,6 +72,7 @@ func TestRuleSourceNotesProjectProblemsOncePerVersion(t *testing.T) {
 	// The project file changes: its ignored [ask] is noted.
 	time.Sleep(10 * time.Millisecond)
 	write(project, "[ask]\nroute = \"channels\"\n")
+	time.Sleep(RecheckInterval)
 	if p, err := src.Policy(repo); err != nil || p.ProjectError != nil {
 		t.Fatalf("Policy: %v, %v", p, err)
 	}
@@ -82,3 +84,71 @@ func TestRuleSourceNotesProjectProblemsOncePerVersion(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// TestPolicyRechecksFilesAtMostEveryInterval: the rules of a directory are
+// checked for changes at most every RecheckInterval, so back-to-back
+// requests (and the mode guard, asked at every editor message) cost no stat
+// of the rule files; an edit applies from RecheckInterval after it, and at
+// once after Changed (a remembered answer this broker stored).
+func TestPolicyRechecksFilesAtMostEveryInterval(t *testing.T) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The broker's own files are protected paths: apart from the project.
+	user := filepath.Join(dir, "conf", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(user), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rule := func(decision string) string {
+		return "[[rule]]\nid = \"make-" + decision + "\"\ndecision = \"" + decision + "\"\ncommand = \"make\"\n"
+	}
+	write := func(content string) {
+		t.Helper()
+		if err := rules.WriteFileAtomic(user, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(rule("allow"))
+	loc := rules.Locations{User: user, StateDir: filepath.Join(dir, "conf", "state"), Home: filepath.Join(dir, "conf", "home")}
+	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc}, repo, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleID := func() string {
+		t.Helper()
+		p, err := src.Policy(repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := rules.ReadToolCall(map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": json.RawMessage(`{"command":"make"}`)}, rules.Context{Cwd: repo, Home: loc.Home})
+		v := p.Decide(req)
+		if v.Rule == nil {
+			t.Fatalf("no rule decided make: %+v", v)
+		}
+		return v.Rule.ID
+	}
+	if id := ruleID(); id != "make-allow" {
+		t.Fatalf("decided by %q, want make-allow", id)
+	}
+
+	// A stat allocates (its FileInfo): a policy that is not rechecked does
+	// not. Runs that cross an interval recheck, rarely enough that the
+	// average stays below one.
+	if allocs := testing.AllocsPerRun(100, func() { _, _ = src.Policy(repo) }); allocs >= 1 {
+		t.Errorf("Policy allocates %.0f times per call: it stats the files every time", allocs)
+	}
+
+	write(rule("deny"))
+	time.Sleep(RecheckInterval)
+	if id := ruleID(); id != "make-deny" {
+		t.Errorf("%v after the edit, decided by %q, want make-deny", RecheckInterval, id)
+	}
+
+	write(rule("allow"))
+	src.Changed()
+	if id := ruleID(); id != "make-allow" {
+		t.Errorf("after Changed, decided by %q, want make-allow", id)
+	}
+}
