@@ -364,17 +364,18 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 		b.unshadowLocked(m.IDKey())
 		b.mu.Unlock()
 	case jsonrpc.Response:
-		b.tracker.agentResponse(m)
+		key := m.IDKey()
+		b.tracker.agentResponseTo(key, m)
 		b.mu.Lock()
-		delete(b.editorPending, m.IDKey())
-		established := b.established[m.IDKey()]
-		delete(b.established, m.IDKey())
+		delete(b.editorPending, key)
+		established := b.established[key]
+		delete(b.established, key)
 		b.mu.Unlock()
 		if established != nil {
 			id, _ := jsonrpc.String(m.Result, "sessionId")
 			established(id)
 		}
-		if b.setupAnswered(m, frame) {
+		if b.setupAnswered(m, key, frame) {
 			return // held until the agent answers the broker's switch
 		}
 	case jsonrpc.Notification:
@@ -974,7 +975,13 @@ func Refused(method string, id, params json.RawMessage) string {
 }
 
 func isOwnID(id json.RawMessage) bool {
-	return len(id) > 0 && id[0] == '"' && strings.HasPrefix(jsonrpc.IDKey(id), "s:"+ownIDPrefix)
+	if len(id) < 2 || id[0] != '"' {
+		return false
+	}
+	if bytes.IndexByte(id, '\\') < 0 { // the id reads as its bytes
+		return bytes.HasPrefix(id[1:len(id)-1], []byte(ownIDPrefix))
+	}
+	return strings.HasPrefix(jsonrpc.IDKey(id), "s:"+ownIDPrefix)
 }
 
 // reparse parses a frame the broker has already parsed once, into a copy it
