@@ -361,7 +361,9 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 		// the editor's answers to that id again: a late permission
 		// outcome then reaches it too, but no permission request does.
 		b.mu.Lock()
-		b.unshadowLocked(m.IDKey())
+		if len(b.shadows) > 0 {
+			b.unshadowLocked(m.IDKey())
+		}
 		b.mu.Unlock()
 	case jsonrpc.Response:
 		key := m.IDKey()
@@ -521,8 +523,11 @@ func (b *broker) rewrite(m *jsonrpc.Message, frame []byte) (outgoing, bool) {
 // late or repeated answers to prompts already answered. It reports whether
 // it took the response.
 func (b *broker) editorResponse(m *jsonrpc.Message) bool {
-	key := m.IDKey()
 	b.mu.Lock()
+	var key string // while nothing of the broker's waits, every key misses
+	if len(b.own)+len(b.shadows)+len(b.aliases)+len(b.calls) > 0 {
+		key = m.IDKey()
+	}
 	if ch, ok := b.own[key]; ok {
 		delete(b.own, key)
 		b.mu.Unlock()
