@@ -720,10 +720,46 @@ const (
 // kind is its bytes as they are (no other escape can spell a letter), and
 // so is an id starting with ownIDPrefix.
 func mayConcernTracker(params []byte) bool {
-	return bytes.Contains(params, []byte(`\u`)) ||
-		bytes.Contains(params, []byte(ownIDPrefix)) ||
+	return hasUnicodeEscape(params) ||
+		mayNameOwnID(params) ||
 		mayNameToolCallID(params) ||
 		mayNameKind(params, kindSubagent, kindCurrentMode, kindConfigOption)
+}
+
+// The searches below look for an anchor that starts with a byte rare in
+// agents' text and check the bytes around it: bytes.Index is many times
+// slower for a needle that starts with a frequent byte (a backslash, an "a").
+
+// hasUnicodeEscape reports whether data may hold a \u escape: a u after a
+// backslash (which may itself be escaped).
+func hasUnicodeEscape(data []byte) bool {
+	for i := 1; i < len(data); i++ {
+		j := bytes.IndexByte(data[i:], 'u')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if data[i-1] == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// mayNameOwnID reports whether data holds ownIDPrefix, unescaped.
+func mayNameOwnID(data []byte) bool {
+	const anchor = "-broker-" // ownIDPrefix without its first three bytes
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(anchor))
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i >= 3 && bytes.HasPrefix(data[i-3:], []byte(ownIDPrefix)) {
+			return true
+		}
+		i++
+	}
 }
 
 // mayNameToolCallID reports whether data holds, unescaped, a string that
@@ -731,17 +767,16 @@ func mayConcernTracker(params []byte) bool {
 func mayNameToolCallID(data []byte) bool {
 	const name = "toolCallId"
 	for _, end := range [][]byte{[]byte(`d"`), []byte(`D"`)} {
-		for rest, at := data, 0; ; {
-			i := bytes.Index(rest, end)
-			if i < 0 {
+		for i := 0; ; {
+			j := bytes.Index(data[i:], end)
+			if j < 0 {
 				break
 			}
-			at += i
-			if at+1 >= len(name) && bytes.EqualFold(data[at+1-len(name):at+1], []byte(name)) {
+			i += j
+			if i+1 >= len(name) && bytes.EqualFold(data[i+1-len(name):i+1], []byte(name)) {
 				return true
 			}
-			at += len(end)
-			rest = data[at:]
+			i++
 		}
 	}
 	return false
@@ -750,19 +785,18 @@ func mayNameToolCallID(data []byte) bool {
 // mayNameKind reports whether data holds, unescaped, a string ending with
 // one of kinds, which all end in "_update".
 func mayNameKind(data []byte, kinds ...string) bool {
-	const tail = `_update"`
-	for rest, at := data, 0; ; {
-		i := bytes.Index(rest, []byte(tail))
-		if i < 0 {
+	const anchor = `_update"`
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(anchor))
+		if j < 0 {
 			return false
 		}
-		at += i + len(tail)
+		i += j + len(anchor)
 		for _, k := range kinds {
-			if bytes.HasSuffix(data[:at], []byte(k+`"`)) {
+			if bytes.HasSuffix(data[:i], []byte(k+`"`)) {
 				return true
 			}
 		}
-		rest = data[at:]
 	}
 }
 
