@@ -635,8 +635,10 @@ func evictOldest(sessions map[string]*sessionState) {
 }
 
 // update follows a session/update notification from the agent. Only
-// tool_call and tool_call_update are decoded; every other update, however
-// large, is passed over after scanning its member names.
+// tool_call and tool_call_update are decoded, and the mode and subagent
+// kinds read; an update whose bytes show it can be none of them (see
+// mayConcernTracker) is not scanned at all, every other one, however large,
+// is passed over after scanning its member names.
 //
 // A notification whose sessionId, update, sessionUpdate or toolCallId is
 // repeated or given in another letter case may mean another tool call, or
