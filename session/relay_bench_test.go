@@ -202,9 +202,14 @@ func updateFrame(size int) []byte {
 
 // BenchmarkRelayUpdate1KiB streams 1 KiB agent_message_chunk updates from
 // the agent to the editor.
-func BenchmarkRelayUpdate1KiB(b *testing.B) {
-	line := updateFrame(1 << 10)
-	for _, agent := range benchAgents {
+func BenchmarkRelayUpdate1KiB(b *testing.B) { benchUpdates(b, 1<<10, benchAgents) }
+
+// BenchmarkRelayUpdate1MiB is BenchmarkRelayUpdate1KiB with 1 MiB updates.
+func BenchmarkRelayUpdate1MiB(b *testing.B) { benchUpdates(b, 1<<20, benchAgents[:1]) }
+
+func benchUpdates(b *testing.B, size int, agents []string) {
+	line := updateFrame(size)
+	for _, agent := range agents {
 		b.Run(agent, func(b *testing.B) {
 			r := newBenchRelay(b, agent)
 			r.toEd.wrote = nil // every write would otherwise be signalled
