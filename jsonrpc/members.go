@@ -101,22 +101,45 @@ func caseVariant(name string, names []string) (string, bool) {
 	return "", false
 }
 
-// uniqueNames records an object's member names for a strict scan.
-type uniqueNames map[string]string
+// uniqueNames records an object's member names for a strict scan. The
+// first few are compared in place, so that checking a small object (most
+// are) allocates nothing; beyond them names are kept by their fold.
+type uniqueNames struct {
+	few    [8]string
+	n      int
+	folded map[string]string // every name, by foldName, once few is full
+}
 
 func (u *uniqueNames) add(name string) error {
-	folded := foldName(name)
-	if prev, dup := (*u)[folded]; dup {
-		if prev == name {
-			return fmt.Errorf("duplicate member %q", name)
+	if u.folded == nil {
+		for _, prev := range u.few[:u.n] {
+			if strings.EqualFold(prev, name) { // as foldName compares
+				return sameName(prev, name)
+			}
 		}
-		return fmt.Errorf("members %q and %q differ only in case", prev, name)
+		if u.n < len(u.few) {
+			u.few[u.n] = name
+			u.n++
+			return nil
+		}
+		u.folded = make(map[string]string, 2*len(u.few))
+		for _, prev := range u.few {
+			u.folded[foldName(prev)] = prev
+		}
 	}
-	if *u == nil {
-		*u = make(uniqueNames)
+	folded := foldName(name)
+	if prev, dup := u.folded[folded]; dup {
+		return sameName(prev, name)
 	}
-	(*u)[folded] = name
+	u.folded[folded] = name
 	return nil
+}
+
+func sameName(prev, name string) error {
+	if prev == name {
+		return fmt.Errorf("duplicate member %q", name)
+	}
+	return fmt.Errorf("members %q and %q differ only in case", prev, name)
 }
 
 // foldName returns a form of name that is the same for two names exactly

@@ -361,20 +361,23 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 		// the editor's answers to that id again: a late permission
 		// outcome then reaches it too, but no permission request does.
 		b.mu.Lock()
-		b.unshadowLocked(m.IDKey())
+		if len(b.shadows) > 0 {
+			b.unshadowLocked(m.IDKey())
+		}
 		b.mu.Unlock()
 	case jsonrpc.Response:
-		b.tracker.agentResponse(m)
+		key := m.IDKey()
+		b.tracker.agentResponseTo(key, m)
 		b.mu.Lock()
-		delete(b.editorPending, m.IDKey())
-		established := b.established[m.IDKey()]
-		delete(b.established, m.IDKey())
+		delete(b.editorPending, key)
+		established := b.established[key]
+		delete(b.established, key)
 		b.mu.Unlock()
 		if established != nil {
 			id, _ := jsonrpc.String(m.Result, "sessionId")
 			established(id)
 		}
-		if b.setupAnswered(m, frame) {
+		if b.setupAnswered(m, key, frame) {
 			return // held until the agent answers the broker's switch
 		}
 	case jsonrpc.Notification:
@@ -520,8 +523,11 @@ func (b *broker) rewrite(m *jsonrpc.Message, frame []byte) (outgoing, bool) {
 // late or repeated answers to prompts already answered. It reports whether
 // it took the response.
 func (b *broker) editorResponse(m *jsonrpc.Message) bool {
-	key := m.IDKey()
 	b.mu.Lock()
+	var key string // while nothing of the broker's waits, every key misses
+	if len(b.own)+len(b.shadows)+len(b.aliases)+len(b.calls) > 0 {
+		key = m.IDKey()
+	}
 	if ch, ok := b.own[key]; ok {
 		delete(b.own, key)
 		b.mu.Unlock()
@@ -974,7 +980,13 @@ func Refused(method string, id, params json.RawMessage) string {
 }
 
 func isOwnID(id json.RawMessage) bool {
-	return len(id) > 0 && id[0] == '"' && strings.HasPrefix(jsonrpc.IDKey(id), "s:"+ownIDPrefix)
+	if len(id) < 2 || id[0] != '"' {
+		return false
+	}
+	if bytes.IndexByte(id, '\\') < 0 { // the id reads as its bytes
+		return bytes.HasPrefix(id[1:len(id)-1], []byte(ownIDPrefix))
+	}
+	return strings.HasPrefix(jsonrpc.IDKey(id), "s:"+ownIDPrefix)
 }
 
 // reparse parses a frame the broker has already parsed once, into a copy it

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync/atomic"
 
@@ -36,6 +37,9 @@ var modeMethods = map[string]bool{"session/set_mode": true, "session/set_config_
 // keeps, and real agents give both the same value. found is false when obj
 // says nothing of the mode.
 func modeReport(obj json.RawMessage) (m agentMode, found bool) {
+	if isEmptyObject(obj) {
+		return agentMode{}, false // most answers to a mode change
+	}
 	if jsonrpc.Strict(obj) != nil {
 		return agentMode{id: AmbiguousMode}, true
 	}
@@ -80,6 +84,14 @@ func modeReport(obj json.RawMessage) (m agentMode, found bool) {
 		break
 	}
 	return m, found
+}
+
+// isEmptyObject reports whether v is {}, with nothing but JSON's white
+// space in or around it.
+func isEmptyObject(v json.RawMessage) bool {
+	const space = " \t\r\n"
+	v = bytes.Trim(v, space)
+	return len(v) >= 2 && v[0] == '{' && v[len(v)-1] == '}' && len(bytes.Trim(v[1:len(v)-1], space)) == 0
 }
 
 func hasModeMember(obj json.RawMessage) bool {
@@ -197,10 +209,7 @@ func (t *tracker) forgetRequest(m *jsonrpc.Message) {
 
 // agentNameLocked is the agentInfo.name the agent's initialize response
 // gave. The caller holds t.mu.
-func (t *tracker) agentNameLocked() string {
-	name, _ := jsonrpc.String(t.agent.AgentInfo, "name")
-	return name
-}
+func (t *tracker) agentNameLocked() string { return t.agentInfoName }
 
 // modeChanges counts the sessions whose mode the agent reported, for the
 // broker to check after each message; changed is set when there are any,

@@ -128,7 +128,7 @@ func (b *broker) refuseModeChange(m *jsonrpc.Message) bool {
 // modeChangeRefusal says why the guard refuses an editor's request to change
 // a session's mode, or "" when it does not.
 func (b *broker) modeChangeRefusal(m *jsonrpc.Message) string {
-	if !b.watching() {
+	if !modeMethods[m.Method] || !b.watching() {
 		return ""
 	}
 	sessionID, mode, ok := b.tracker.modeChange(m)
@@ -149,8 +149,12 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 	defer s.send.Unlock()
 	s.mu.Lock()
 	queued := len(s.waiting) > 0
+	// With no set-up nor switch in flight, only a set-up request or a mode
+	// change is held or noted here, whether the broker follows the agent's
+	// modes or not: for any other message the guard need not be asked.
+	idle := !queued && len(s.setups) == 0 && len(s.switching) == 0
 	s.mu.Unlock()
-	if !queued && !b.watching() {
+	if idle && !setsUpOrChangesMode(m) || !queued && !b.watching() {
 		return b.toAgent(dir, frame)
 	}
 	w := waitingFrame{dir: dir, frame: frame}
@@ -180,6 +184,12 @@ func (b *broker) sendToAgent(m *jsonrpc.Message, dir string, frame []byte) error
 		return nil
 	}
 	return b.toAgent(w.dir, w.frame)
+}
+
+// setsUpOrChangesMode reports whether m is an editor request sendToAgent
+// registers or judges again: a session set-up or a mode change.
+func setsUpOrChangesMode(m *jsonrpc.Message) bool {
+	return m != nil && m.Kind == jsonrpc.Request && (SetupMethods[m.Method] || modeMethods[m.Method])
 }
 
 // mustWaitLocked reports whether an editor message must wait: it names a
@@ -305,11 +315,15 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if target, ok := s.setups[m.IDKey()]; ok && target == "" && m.Kind == jsonrpc.Response {
-		// The new session is named now: the editor's messages for it wait
-		// until its mode is settled, from before the tracker opens it.
-		if id, ok := jsonrpc.String(m.Result, "sessionId"); ok {
-			s.setups[m.IDKey()] = id
+	if m.Kind == jsonrpc.Response && len(s.setups) > 0 {
+		key := m.IDKey()
+		if target, ok := s.setups[key]; ok && target == "" {
+			// The new session is named now: the editor's messages for it
+			// wait until its mode is settled, from before the tracker
+			// opens it.
+			if id, ok := jsonrpc.String(m.Result, "sessionId"); ok {
+				s.setups[key] = id
+			}
 		}
 	}
 	if s.holding == nil {
@@ -323,13 +337,13 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 // request, already tracked. It reports whether the answer is held: the
 // session is in a mode the broker switches it out of before the editor
 // learns of the session.
-func (b *broker) setupAnswered(m *jsonrpc.Message, frame []byte) bool {
+func (b *broker) setupAnswered(m *jsonrpc.Message, key string, frame []byte) bool {
 	if b.guard == nil {
 		return false
 	}
 	s := b.modes
 	s.mu.Lock()
-	target, ok := s.setups[m.IDKey()]
+	target, ok := s.setups[key]
 	s.mu.Unlock()
 	if !ok {
 		return false
@@ -338,7 +352,7 @@ func (b *broker) setupAnswered(m *jsonrpc.Message, frame []byte) bool {
 	// for the session read meanwhile waits.
 	defer func() {
 		s.mu.Lock()
-		delete(s.setups, m.IDKey())
+		delete(s.setups, key)
 		s.mu.Unlock()
 		b.releaseWaiting()
 	}()

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/internal/shellwrap"
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -274,8 +275,32 @@ func toolCallKey(v json.RawMessage) string {
 
 // stringValue decodes a JSON string value.
 func stringValue(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	if plainString(v) {
+		return string(v[1 : len(v)-1]), true
+	}
 	var s string
-	return s, len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil
+	return s, json.Unmarshal(v, &s) == nil
+}
+
+// plainString reports whether a quoted JSON string reads as its bytes: no
+// escape, no control character, valid UTF-8 (encoding/json would read an
+// invalid byte as U+FFFD).
+func plainString(v json.RawMessage) bool {
+	if v[len(v)-1] != '"' {
+		return false
+	}
+	body := v[1 : len(v)-1]
+	ascii := true
+	for _, c := range body {
+		if c < 0x20 || c == '\\' || c == '"' {
+			return false
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	return ascii || utf8.Valid(body)
 }
 
 // placeholder reports whether an announced value says nothing yet: agents
@@ -407,6 +432,9 @@ func (s *sessionState) announcedAnew(id string) {
 type tracker struct {
 	mu    sync.Mutex
 	agent Agent
+	// agentInfoName is agent.AgentInfo's name, read once: the relay asks
+	// for it on every message that may change a session's mode.
+	agentInfoName string
 	// opened are the sessions the editor opened and has not closed: only the
 	// editor adds or removes them.
 	opened map[string]*sessionState
@@ -457,13 +485,16 @@ func (t *tracker) editorRequest(m *jsonrpc.Message) {
 }
 
 // agentResponse completes a tracked request with the agent's response.
-func (t *tracker) agentResponse(m *jsonrpc.Message) {
+func (t *tracker) agentResponse(m *jsonrpc.Message) { t.agentResponseTo(m.IDKey(), m) }
+
+// agentResponseTo is agentResponse for a response whose id key the caller
+// has already made.
+func (t *tracker) agentResponseTo(key string, m *jsonrpc.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.requests) == 0 {
 		return
 	}
-	key := m.IDKey()
 	req, ok := t.requests[key]
 	if !ok {
 		return
@@ -487,6 +518,7 @@ func (t *tracker) agentResponse(m *jsonrpc.Message) {
 				t.agent.AgentInfo = info
 			}
 		}
+		t.agentInfoName, _ = jsonrpc.String(t.agent.AgentInfo, "name")
 	case "session/close":
 		if id, ok := jsonrpc.String(req.params, "sessionId"); ok {
 			t.endChildren(id)
@@ -603,8 +635,10 @@ func evictOldest(sessions map[string]*sessionState) {
 }
 
 // update follows a session/update notification from the agent. Only
-// tool_call and tool_call_update are decoded; every other update, however
-// large, is passed over after scanning its member names.
+// tool_call and tool_call_update are decoded, and the mode and subagent
+// kinds read; an update whose bytes show it can be none of them (see
+// mayConcernTracker) is not scanned at all, every other one, however large,
+// is passed over after scanning its member names.
 //
 // A notification whose sessionId, update, sessionUpdate or toolCallId is
 // repeated or given in another letter case may mean another tool call, or
@@ -612,6 +646,14 @@ func evictOldest(sessions map[string]*sessionState) {
 // jsonrpc.Namesakes): every tool call it may name, in every session it may
 // name, is then marked Ambiguous, so none of them is decided automatically.
 func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
+	if !mayConcernTracker(params) {
+		return false
+	}
+	return t.readUpdate(params)
+}
+
+// readUpdate is update for params that may concern the tracker.
+func (t *tracker) readUpdate(params json.RawMessage) (ownToolCall bool) {
 	// One pass over the params, the update's own members included: a
 	// streamed chunk is skipped once.
 	top, nested := jsonrpc.NestedNamesakes(params, []string{"sessionId", "update"}, 1, "sessionUpdate", "toolCallId")
@@ -645,10 +687,10 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	}
 	switch kind, _ := stringValue(kindRaw); kind {
 	case "tool_call", "tool_call_update":
-	case "subagent_update":
+	case kindSubagent:
 		t.subagentUpdate(sessionID, upd)
 		return false
-	case "current_mode_update", "config_option_update":
+	case kindCurrentMode, kindConfigOption:
 		t.modeUpdate(sessionID, upd)
 		return false
 	default:
@@ -656,6 +698,108 @@ func (t *tracker) update(params json.RawMessage) (ownToolCall bool) {
 	}
 	t.mergeToolCall(sessionID, upd, false)
 	return false
+}
+
+// The update kinds the tracker reads other than the tool calls'.
+const (
+	kindSubagent     = "subagent_update"
+	kindCurrentMode  = "current_mode_update"
+	kindConfigOption = "config_option_update"
+)
+
+// mayConcernTracker reports whether update may read a session/update's
+// params as anything: without it, the update (an agent_message_chunk, most
+// often) is relayed without a second pass over its content. It looks for
+// the bytes all that the tracker reads must be spelled with, at memory
+// speed and without regard to structure, so a false "may" costs only the
+// full reading.
+//
+// Whatever the tracker reads of an update is under a member a peer may take
+// for toolCallId, or is one of the other kinds update reads, or is a tool
+// call id of the broker's own (which drops the update). Without \u escapes,
+// a member name that equals "toolCallId" in any letter case is those ten
+// ASCII letters in some case, since no other rune folds to one of them; a
+// kind is its bytes as they are (no other escape can spell a letter), and
+// so is an id starting with ownIDPrefix.
+func mayConcernTracker(params []byte) bool {
+	return hasUnicodeEscape(params) ||
+		mayNameOwnID(params) ||
+		mayNameToolCallID(params) ||
+		mayNameKind(params, kindSubagent, kindCurrentMode, kindConfigOption)
+}
+
+// The searches below look for an anchor that starts with a byte rare in
+// agents' text and check the bytes around it: bytes.Index is many times
+// slower for a needle that starts with a frequent byte (a backslash, an "a").
+
+// hasUnicodeEscape reports whether data may hold a \u escape: a u after a
+// backslash (which may itself be escaped).
+func hasUnicodeEscape(data []byte) bool {
+	for i := 1; i < len(data); i++ {
+		j := bytes.IndexByte(data[i:], 'u')
+		if j < 0 {
+			return false
+		}
+		i += j
+		if data[i-1] == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// mayNameOwnID reports whether data holds ownIDPrefix, unescaped.
+func mayNameOwnID(data []byte) bool {
+	const anchor = "-broker-" // ownIDPrefix without its first three bytes
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(anchor))
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i >= 3 && bytes.HasPrefix(data[i-3:], []byte(ownIDPrefix)) {
+			return true
+		}
+		i++
+	}
+}
+
+// mayNameToolCallID reports whether data holds, unescaped, a string that
+// equals "toolCallId" but for letter case: a member name ends there.
+func mayNameToolCallID(data []byte) bool {
+	const name = "toolCallId"
+	for _, end := range [][]byte{[]byte(`d"`), []byte(`D"`)} {
+		for i := 0; ; {
+			j := bytes.Index(data[i:], end)
+			if j < 0 {
+				break
+			}
+			i += j
+			if i+1 >= len(name) && bytes.EqualFold(data[i+1-len(name):i+1], []byte(name)) {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+// mayNameKind reports whether data holds, unescaped, a string ending with
+// one of kinds, which all end in "_update".
+func mayNameKind(data []byte, kinds ...string) bool {
+	const anchor = `_update"`
+	for i := 0; ; {
+		j := bytes.Index(data[i:], []byte(anchor))
+		if j < 0 {
+			return false
+		}
+		i += j + len(anchor)
+		for _, k := range kinds {
+			if bytes.HasSuffix(data[:i], []byte(k+`"`)) {
+				return true
+			}
+		}
+	}
 }
 
 // namesOwnID reports whether any of a tool call's toolCallId namesakes is

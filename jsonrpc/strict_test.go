@@ -1,0 +1,52 @@
+package jsonrpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// objectOf is an object with the given member names, each valued 1.
+func objectOf(names []string) json.RawMessage {
+	members := make([]string, len(names))
+	for i, n := range names {
+		members[i] = fmt.Sprintf("%q:1", n)
+	}
+	return json.RawMessage("{" + strings.Join(members, ",") + "}")
+}
+
+// A repeated member, or two alike but for case, is refused wherever the two
+// stand among an object's members, however many there are.
+func TestStrictFindsTwinsAtAnyPosition(t *testing.T) {
+	const size = 20
+	for i := range size {
+		for j := i + 1; j < size; j++ {
+			for _, twin := range []string{"sessionId", "SESSIONID", "ſessionId"} {
+				names := make([]string, size)
+				for k := range names {
+					names[k] = fmt.Sprintf("m%d", k)
+				}
+				names[i], names[j] = "sessionId", twin
+				if err := Strict(objectOf(names)); err == nil {
+					t.Fatalf("Strict accepted members %d and %d: %s", i, j, objectOf(names))
+				}
+			}
+		}
+	}
+	names := make([]string, size)
+	for k := range names {
+		names[k] = fmt.Sprintf("m%d", k)
+	}
+	if err := Strict(objectOf(names)); err != nil {
+		t.Fatalf("Strict refused distinct members: %v", err)
+	}
+}
+
+// Checking a small object allocates no more than its member names.
+func TestStrictOfASmallObjectAllocatesOnlyItsNames(t *testing.T) {
+	params := json.RawMessage(`{"sessionId":"s1","modeId":"acceptEdits","_meta":{"client":"bench-editor","traceParent":"00-4bf9"}}`)
+	if n := testing.AllocsPerRun(100, func() { _ = Strict(params) }); n > 5 {
+		t.Fatalf("Strict allocated %v times for 5 member names", n)
+	}
+}
