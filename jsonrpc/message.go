@@ -425,7 +425,8 @@ type Head struct {
 
 // ParseHead reads envelope members from the start of a truncated frame, in
 // order, until the first member whose value was cut off. A head whose id is
-// repeated or also given in another letter case has no id.
+// repeated, also given in another letter case, or not valid Unicode has no
+// id.
 func ParseHead(head []byte) Head {
 	var h Head
 	s := scanner{data: head}
@@ -460,10 +461,11 @@ func ParseHead(head []byte) Head {
 			return h
 		}
 		if key == "id" {
-			if h.ID != nil {
+			id := head[start:s.pos]
+			if h.ID != nil || (id[0] == '"' && !exactUnicode(id)) {
 				idAmbiguous = true
 			}
-			h.ID = head[start:s.pos]
+			h.ID = id
 		}
 		if idAmbiguous {
 			h.ID = nil
