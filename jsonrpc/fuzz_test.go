@@ -230,3 +230,93 @@ func sliceOf(part, whole []byte) bool {
 	p, w := uintptr(unsafe.Pointer(unsafe.SliceData(part))), uintptr(unsafe.Pointer(unsafe.SliceData(whole)))
 	return p >= w && p+uintptr(len(part)) <= w+uintptr(len(whole))
 }
+
+// FuzzMembers compares the scanner's other readers with encoding/json on
+// each input: Strict accepts exactly the valid JSON in which no object has
+// two members whose names are equal or differ only in letter case, Members
+// reads the same members as encoding/json, and Field finds each of them.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":{"c":[2,"x"]}}`, `{"a":1,"A":2}`, `{"k":1,"\u212a":2}`, `[{"x":1},{"x":2}]`,
+		`{"a":{"b":1,"b":2}}`, `{"s":"\"\\\/\b\f\n\r\t\u0041"}`, "{\"s\":\"\x7f\x80\xff\"}", `{"a":01}`,
+		`{"a":"\ud800"}`, `"text"`, `-1.5e-3`, `{"a" : [ ] , "b" : { } }`, `{"a":1}x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		valid := json.Valid(data)
+		if got, want := Strict(data) == nil, valid && uniqueNamesEverywhere(data); got != want {
+			t.Fatalf("Strict(%q) accepts it: %v; valid JSON without names that fold alike: %v", data, got, want)
+		}
+		members, err := Members(data)
+		if err != nil {
+			return
+		}
+		if !valid {
+			t.Fatalf("Members(%q) read invalid JSON", data)
+		}
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("Members(%q) read what encoding/json does not take for an object: %v", data, err)
+		}
+		if len(members) != len(want) {
+			t.Fatalf("Members(%q) = %d members, encoding/json %d", data, len(members), len(want))
+		}
+		for name, v := range want {
+			if !bytes.Equal(members[name], v) {
+				t.Fatalf("Members(%q)[%q] = %s, encoding/json %s", data, name, members[name], v)
+			}
+			if got, ok := Field(data, name); !ok || !bytes.Equal(got, v) {
+				t.Fatalf("Field(%q, %q) = %s %v, encoding/json %s", data, name, got, ok, v)
+			}
+		}
+	})
+}
+
+// uniqueNamesEverywhere reports whether no object in a valid JSON value has
+// two member names that strings.EqualFold takes for one, reading it with
+// encoding/json's tokenizer.
+func uniqueNamesEverywhere(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type container struct {
+		object bool
+		names  []string
+		key    bool // the next token is a member name
+	}
+	var stack []*container
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true // the end: json.Valid accepted it
+		}
+		top := (*container)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].key = true
+			}
+			continue
+		}
+		if top != nil && top.object && top.key {
+			name := tok.(string)
+			for _, n := range top.names {
+				if strings.EqualFold(n, name) {
+					return false
+				}
+			}
+			top.names = append(top.names, name)
+			top.key = false
+			continue
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &container{object: d == '{', key: d == '{'})
+			continue
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
+	}
+}

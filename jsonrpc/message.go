@@ -594,9 +594,10 @@ func (s *scanner) findMember(key string) bool {
 	}
 }
 
-// keyEquals compares a raw member name, quotes included, with a name.
+// keyEquals compares a raw member name, quotes included, with a name, as
+// unquote reads the name.
 func keyEquals(raw []byte, key string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1:len(raw)-1]) == key
 	}
 	name, ok := unquote(raw)
@@ -612,13 +613,13 @@ func String(obj json.RawMessage, path ...string) (string, bool) {
 	return unquote(v)
 }
 
-// unquote decodes a JSON string value, without reflection when it has no
-// escapes.
+// unquote decodes a JSON string value as encoding/json does (invalid UTF-8
+// becomes U+FFFD), without reflection when it has no escapes.
 func unquote(v json.RawMessage) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(v, '\\') < 0 {
+	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
 		return string(v[1 : len(v)-1]), true
 	}
 	var s string
