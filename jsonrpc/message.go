@@ -257,7 +257,11 @@ func (e *envelope) take(member int, val []byte) string {
 		if !exactUnicode(val) {
 			return `"method" must be valid Unicode: peers read it differently`
 		}
-		e.msg.Method, _ = unquote(val)
+		if bytes.IndexByte(val, '\\') < 0 {
+			e.msg.Method = string(val[1 : len(val)-1])
+		} else {
+			e.msg.Method, _ = unquote(val)
+		}
 	case memberID:
 		switch val[0] {
 		case '"':
@@ -644,12 +648,11 @@ var errEnd = errors.New("unexpected end of message")
 
 func (s *scanner) skipSpace() {
 	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\r', '\n':
-			s.pos++
-		default:
+		// Most often the next byte is no space, and above them all.
+		if c := s.data[s.pos]; c > ' ' || (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
 			return
 		}
+		s.pos++
 	}
 }
 
@@ -698,7 +701,13 @@ func (s *scanner) skipString() error {
 	for {
 		// Eight bytes at a time to the next quote, backslash or control
 		// character, then byte by byte near the end of the data.
-		for i+8 <= len(data) {
+		for plain := 0; i+8 <= len(data); plain++ {
+			if plain == 4 {
+				// A long plain run: find its end with the library's
+				// vectorised search, and look for control characters in it.
+				i = plainRun(data, i)
+				break
+			}
 			m := specials(binary.LittleEndian.Uint64(data[i : i+8]))
 			if m != 0 {
 				i += bits.TrailingZeros64(m) / 8
@@ -727,6 +736,39 @@ func (s *scanner) skipString() error {
 			return fmt.Errorf("control character %#x in a string at byte %d", c, i)
 		}
 	}
+}
+
+// plainRun returns where the text of a string that goes on from i stops
+// being plain: at its first quote or backslash, or at the first control
+// character before them.
+func plainRun(data []byte, i int) int {
+	end := len(data)
+	if q := bytes.IndexByte(data[i:], '"'); q >= 0 {
+		end = i + q
+	}
+	if b := bytes.IndexByte(data[i:end], '\\'); b >= 0 {
+		end = i + b
+	}
+	// A control character (below 0x20) sets the top bit of its byte in
+	// w - 0x20 and has it clear in w. Thirty-two bytes at a time, then
+	// eight: where a control character is, the byte-by-byte loop finds it.
+	run := data[i:end]
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+32 <= len(run); j += 32 {
+		w := run[j : j+32]
+		w0, w1 := binary.LittleEndian.Uint64(w[0:8]), binary.LittleEndian.Uint64(w[8:16])
+		w2, w3 := binary.LittleEndian.Uint64(w[16:24]), binary.LittleEndian.Uint64(w[24:32])
+		if ((w0-0x20*ones)&^w0|(w1-0x20*ones)&^w1|(w2-0x20*ones)&^w2|(w3-0x20*ones)&^w3)&tops != 0 {
+			return i + j
+		}
+	}
+	for ; j+8 <= len(run); j += 8 {
+		if w := binary.LittleEndian.Uint64(run[j : j+8]); (w-0x20*ones)&^w&tops != 0 {
+			return i + j
+		}
+	}
+	return i + j
 }
 
 // special holds the bytes that interrupt a string's plain text: the quote,

@@ -369,19 +369,20 @@ func TestNamesakes(t *testing.T) {
 
 // TestStringsAreCheckedAsJSONValidChecksThem: a string holding any byte at
 // any place among any neighbours is accepted exactly when encoding/json
-// accepts it, so the eight-bytes-at-a-time scan misses no quote, backslash
-// or control character and takes no other byte for one.
+// accepts it, so the scans eight and thirty-two bytes at a time (after a
+// long plain run) miss no quote, backslash or control character and take no
+// other byte for one.
 func TestStringsAreCheckedAsJSONValidChecksThem(t *testing.T) {
 	for _, filler := range []byte{'a', ' ', '!', '#', '[', ']', '\\' + 1, 0x7f, 0x80, 0xa2, 0xdc, 0xff} {
 		for b := range 256 {
-			for at := range 17 {
-				text := bytes.Repeat([]byte{filler}, 17)
+			for at := range 80 {
+				text := bytes.Repeat([]byte{filler}, 80)
 				text[at] = byte(b)
 				str := append(append([]byte{'"'}, text...), '"')
 				if got, want := Strict(str) == nil, json.Valid(str); got != want {
 					t.Fatalf("Strict(%q) accepts it: %v, json.Valid: %v", str, got, want)
 				}
-				if b == '\\' && at < 16 {
+				if b == '\\' && at < 79 {
 					// An escape there: try each character after it.
 					for e := range 256 {
 						text[at+1] = byte(e)

@@ -1,6 +1,8 @@
 package jsonrpc
 
 import (
+	"bytes"
+	"encoding/base64"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -10,7 +12,8 @@ import (
 
 // benchFrames are the shapes the relay reads most: a small request, agent
 // message chunks whose text is prose and code (escapes every few bytes, as
-// in bench/), and an update made of many small members.
+// in bench/), an update made of many small members, and an image chunk
+// (base64: no escapes).
 func benchFrames() []benchFrame {
 	update := func(size int) []byte {
 		const text = `Here is the change: \"func main() { fmt.Println(\\\"hi\\\") }\" keeps the tests green.\n`
@@ -39,6 +42,11 @@ func benchFrames() []benchFrame {
 		{"update-1MiB", func() []byte { return update(1 << 20) }},
 		{"update-20MiB", func() []byte { return update(20 << 20) }},
 		{"update-2000-members", many},
+		{"image-1MiB", func() []byte {
+			b := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"image","mimeType":"image/png","data":"`)
+			b = append(b, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("an image, in base64, has no escapes "), 1<<20/48))...)
+			return append(b, `"}}}}`...)
+		}},
 	}
 }
 
