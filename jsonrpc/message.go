@@ -2,12 +2,16 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Kind tells requests, notifications and responses apart.
@@ -91,8 +95,21 @@ type InvalidError struct {
 
 func (e *InvalidError) Error() string { return "not a JSON-RPC 2.0 message: " + e.Reason }
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+// maxDepth bounds nesting so hostile input cannot exhaust the stack: the
+// frame's object and the objects and arrays in it may nest this deep, as
+// deep as encoding/json allows.
 const maxDepth = 10000
+
+// The members of a JSON-RPC 2.0 message, as indexes of envelopeNames.
+const (
+	memberVersion = iota
+	memberMethod
+	memberID
+	memberParams
+	memberResult
+	memberError
+	notEnvelope
+)
 
 // envelopeNames are the members of a JSON-RPC 2.0 message.
 var envelopeNames = []string{"jsonrpc", "method", "id", "params", "result", "error"}
@@ -101,163 +118,288 @@ var envelopeNames = []string{"jsonrpc", "method", "id", "params", "result", "err
 // peers disagree on whether to skip it.
 var byteOrderMark = []byte("\xef\xbb\xbf")
 
-// Parse reads the envelope of one frame. It checks the frame's whole syntax
-// without decoding values it does not need, and refuses anything a JSON-RPC
-// peer could read differently: a duplicated envelope key, an envelope key in
-// another letter case ("Params", "ID": Go's encoding/json takes them for
-// "params" and "id"), a method that is not a string, both a result and an
-// error, a byte order mark before the message.
+// Parse reads the envelope of one frame. It checks the frame's whole syntax,
+// as strictly as encoding/json's Valid, without decoding values it does not
+// need, and refuses anything a JSON-RPC peer could read differently: a
+// duplicated envelope key, an envelope key in another letter case ("Params",
+// "ID": Go's encoding/json takes them for "params" and "id"), a method that
+// is not a string, a method or string id that is not valid Unicode (see
+// exactUnicode), both a result and an error, a byte order mark before the
+// message. An escaped member name is the name it decodes to: "\u006dethod"
+// is "method".
 func Parse(frame []byte) (*Message, error) {
-	m := &Message{Raw: frame}
-	inv := &InvalidError{}
-	idAmbiguous := false
-	fail := func(reason string, args ...any) (*Message, error) {
-		inv.Reason = fmt.Sprintf(reason, args...)
-		// The id may come after the member that was refused.
-		h := ParseHead(frame)
-		if inv.ID == nil && !idAmbiguous {
-			inv.ID = h.ID
-		}
-		inv.HasMethod = inv.HasMethod || h.HasMethod
-		inv.IsResponse = h.IsResponse && !inv.HasMethod
-		return nil, inv
-	}
 	s := scanner{data: frame}
 	s.skipSpace()
 	if bytes.HasPrefix(frame[s.pos:], byteOrderMark) {
 		return nil, afterByteOrderMark(frame[s.pos+len(byteOrderMark):])
 	}
+	e := envelope{msg: Message{Raw: frame}}
+	if reason := e.read(&s); reason != "" {
+		return nil, e.refuse(frame, reason)
+	}
+	m := e.msg
+	return &m, nil
+}
+
+// envelope is a message being read, and what can be told of it if it is
+// refused: the id the sender could still be answered with and whether it
+// was meant as a request.
+type envelope struct {
+	msg  Message
+	seen [notEnvelope]bool
+	// id is nil, and the sender not answered, when the id itself is in
+	// doubt: repeated, given in another letter case, or not valid Unicode.
+	id          json.RawMessage
+	idAmbiguous bool
+	hasMethod   bool
+}
+
+// read reads the frame's envelope into e.msg, or returns why it is refused.
+func (e *envelope) read(s *scanner) string {
+	frame := s.data
 	if s.pos >= len(frame) || frame[s.pos] != '{' {
 		if s.pos < len(frame) && frame[s.pos] == '[' {
-			return fail("batches are not supported")
+			return "batches are not supported"
 		}
-		return fail("not a JSON object")
+		return "not a JSON object"
 	}
 	s.pos++
-	var seenVersion, seenMethod, seenID bool
-	first := true
-	for {
-		s.skipSpace()
-		if s.pos < len(frame) && frame[s.pos] == '}' && first {
-			s.pos++
-			break
-		}
-		key, err := s.key()
-		if err != nil {
-			return fail("%v", err)
-		}
-		start := s.pos
-		if err := s.skipValue(1); err != nil {
-			return fail("%v", err)
-		}
-		val := frame[start:s.pos]
-		dup := func() (*Message, error) { return fail("duplicate %q", key) }
-		switch key {
-		case "jsonrpc":
-			if seenVersion {
-				return dup()
+	s.skipSpace()
+	if s.pos < len(frame) && frame[s.pos] == '}' {
+		s.pos++
+	} else {
+		for {
+			rawKey, err := s.rawKey()
+			if err != nil {
+				return err.Error()
 			}
-			seenVersion = true
-			if string(val) != `"2.0"` {
-				return fail(`"jsonrpc" must be "2.0"`)
+			start := s.pos
+			if err := s.skipValue(2); err != nil {
+				return err.Error()
 			}
-		case "method":
-			if seenMethod {
-				return dup()
-			}
-			seenMethod = true
-			inv.HasMethod = true
-			method, ok := unquote(val)
-			if !ok {
-				return fail(`"method" must be a string`)
-			}
-			m.Method = method
-		case "id":
-			if seenID {
-				inv.ID, idAmbiguous = nil, true
-				return dup()
-			}
-			seenID = true
-			switch val[0] {
-			case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'n':
-				m.ID = val
-				inv.ID = val
-			default:
-				return fail(`"id" must be a string, a number or null`)
-			}
-		case "params":
-			if m.Params != nil {
-				return dup()
-			}
-			if val[0] != '{' && val[0] != '[' {
-				return fail(`"params" must be an object or an array`)
-			}
-			m.Params = val
-		case "result":
-			if m.Result != nil {
-				return dup()
-			}
-			m.Result = val
-		case "error":
-			if m.Error != nil {
-				return dup()
-			}
-			if val[0] != '{' {
-				return fail(`"error" must be an object`)
-			}
-			m.Error = val
-		default:
-			if name, ok := caseVariant(key, envelopeNames); ok {
-				switch name {
-				case "id":
-					inv.ID, idAmbiguous = nil, true
-				case "method":
+			if member, variant := envelopeMember(rawKey); variant {
+				switch member {
+				case memberID:
+					e.id, e.idAmbiguous = nil, true
+				case memberMethod:
 					// A peer that folds case takes it for a request.
-					inv.HasMethod = true
+					e.hasMethod = true
 				}
-				return fail("%q differs only in case from %q", key, name)
+				key, _ := unquote(rawKey)
+				return fmt.Sprintf("%q differs only in case from %q", key, envelopeNames[member])
+			} else if member != notEnvelope {
+				if reason := e.take(member, frame[start:s.pos]); reason != "" {
+					return reason
+				}
 			}
+			s.skipSpace()
+			if s.pos >= len(frame) {
+				return "unexpected end of message"
+			}
+			if frame[s.pos] == ',' {
+				s.pos++
+				continue
+			}
+			if frame[s.pos] == '}' {
+				s.pos++
+				break
+			}
+			return fmt.Sprintf("expected ',' or '}' at byte %d", s.pos)
 		}
-		first = false
-		s.skipSpace()
-		if s.pos >= len(frame) {
-			return fail("unexpected end of message")
-		}
-		if frame[s.pos] == ',' {
-			s.pos++
-			continue
-		}
-		if frame[s.pos] == '}' {
-			s.pos++
-			break
-		}
-		return fail("expected ',' or '}' at byte %d", s.pos)
 	}
 	s.skipSpace()
 	if s.pos != len(frame) {
-		return fail("unexpected data after the message at byte %d", s.pos)
+		return fmt.Sprintf("unexpected data after the message at byte %d", s.pos)
 	}
-	if !seenVersion {
-		return fail(`missing "jsonrpc": "2.0"`)
+	if !e.seen[memberVersion] {
+		return `missing "jsonrpc": "2.0"`
 	}
+	m, seenMethod, seenID := &e.msg, e.seen[memberMethod], e.seen[memberID]
 	isResponse := m.Result != nil || m.Error != nil
 	switch {
 	case seenMethod && isResponse:
-		return fail("a message cannot have both a method and a result or error")
+		return "a message cannot have both a method and a result or error"
 	case seenMethod && seenID:
 		m.Kind = Request
 	case seenMethod:
 		m.Kind = Notification
 	case isResponse && m.Result != nil && m.Error != nil:
-		return fail("a response cannot have both a result and an error")
+		return "a response cannot have both a result and an error"
 	case isResponse && seenID:
 		m.Kind = Response
 	case isResponse:
-		return fail(`a response needs an "id"`)
+		return `a response needs an "id"`
 	default:
-		return fail(`neither "method" nor "result" or "error"`)
+		return `neither "method" nor "result" or "error"`
 	}
-	return m, nil
+	return ""
+}
+
+// take reads the value of an envelope member, or returns why it is refused.
+func (e *envelope) take(member int, val []byte) string {
+	if e.seen[member] {
+		if member == memberID {
+			e.id, e.idAmbiguous = nil, true
+		}
+		return fmt.Sprintf("duplicate %q", envelopeNames[member])
+	}
+	e.seen[member] = true
+	switch member {
+	case memberVersion:
+		if string(val) != `"2.0"` {
+			return `"jsonrpc" must be "2.0"`
+		}
+	case memberMethod:
+		e.hasMethod = true
+		if val[0] != '"' {
+			return `"method" must be a string`
+		}
+		if !exactUnicode(val) {
+			return `"method" must be valid Unicode: peers read it differently`
+		}
+		if bytes.IndexByte(val, '\\') < 0 {
+			e.msg.Method = string(val[1 : len(val)-1])
+		} else {
+			e.msg.Method, _ = unquote(val)
+		}
+	case memberID:
+		switch val[0] {
+		case '"':
+			if !exactUnicode(val) {
+				e.idAmbiguous = true
+				return `"id" must be valid Unicode: peers read it differently`
+			}
+		case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'n':
+		default:
+			return `"id" must be a string, a number or null`
+		}
+		e.msg.ID = val
+		e.id = val
+	case memberParams:
+		if val[0] != '{' && val[0] != '[' {
+			return `"params" must be an object or an array`
+		}
+		e.msg.Params = val
+	case memberResult:
+		e.msg.Result = val
+	case memberError:
+		if val[0] != '{' {
+			return `"error" must be an object`
+		}
+		e.msg.Error = val
+	}
+	return ""
+}
+
+// refuse describes a refused frame, with its id when it can be read, even
+// after the member that was refused.
+func (e *envelope) refuse(frame []byte, reason string) *InvalidError {
+	inv := &InvalidError{Reason: reason, ID: e.id, HasMethod: e.hasMethod}
+	h := ParseHead(frame)
+	if inv.ID == nil && !e.idAmbiguous {
+		inv.ID = h.ID
+	}
+	inv.HasMethod = inv.HasMethod || h.HasMethod
+	inv.IsResponse = h.IsResponse && !inv.HasMethod
+	return inv
+}
+
+// envelopeMember tells which envelope member a raw member name (quotes
+// included, escapes resolved) is, and whether it differs from that member's
+// name only in letter case, as strings.EqualFold and encoding/json match
+// names.
+func envelopeMember(rawKey []byte) (member int, variant bool) {
+	name := rawKey[1 : len(rawKey)-1]
+	if bytes.IndexByte(name, '\\') >= 0 {
+		decoded, ok := unquote(rawKey)
+		if !ok {
+			return notEnvelope, false
+		}
+		name = []byte(decoded)
+	}
+	switch string(name) {
+	case "jsonrpc":
+		return memberVersion, false
+	case "method":
+		return memberMethod, false
+	case "id":
+		return memberID, false
+	case "params":
+		return memberParams, false
+	case "result":
+		return memberResult, false
+	case "error":
+		return memberError, false
+	}
+	for i, n := range envelopeNames {
+		if bytes.EqualFold(name, []byte(n)) {
+			return i, true
+		}
+	}
+	return notEnvelope, false
+}
+
+// exactUnicode reports whether a JSON string (quotes included, syntax
+// already checked) decodes to the same text for every peer: its bytes are
+// valid UTF-8 and no escape is a lone UTF-16 surrogate. Peers disagree on
+// the others: Go's decoders replace them with U+FFFD, so that two different
+// ids read as one, JavaScript keeps a lone surrogate, and stricter decoders
+// refuse the message.
+func exactUnicode(str []byte) bool {
+	inner := str[1 : len(str)-1]
+	if !utf8.Valid(inner) {
+		return false
+	}
+	for i := bytes.IndexByte(inner, '\\'); i >= 0; {
+		if i+1 >= len(inner) {
+			return false
+		}
+		next := i + 2
+		if inner[i+1] == 'u' {
+			r, ok := hex4(inner[i+2:])
+			next = i + 6
+			if ok && utf16.IsSurrogate(r) {
+				// Only a high surrogate followed by an escaped low one is
+				// a character.
+				low, okLow := rune(0), false
+				if r < 0xdc00 && next+1 < len(inner) && inner[next] == '\\' && inner[next+1] == 'u' {
+					low, okLow = hex4(inner[next+2:])
+				}
+				if !okLow || low < 0xdc00 || low > 0xdfff {
+					return false
+				}
+				next += 6
+			}
+		}
+		j := bytes.IndexByte(inner[next:], '\\')
+		if j < 0 {
+			break
+		}
+		i = next + j
+	}
+	return true
+}
+
+// hex4 reads the four hexadecimal digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
 
 // afterByteOrderMark refuses a frame that begins with a byte order mark,
@@ -287,7 +429,8 @@ type Head struct {
 
 // ParseHead reads envelope members from the start of a truncated frame, in
 // order, until the first member whose value was cut off. A head whose id is
-// repeated or also given in another letter case has no id.
+// repeated, also given in another letter case, or not valid Unicode has no
+// id.
 func ParseHead(head []byte) Head {
 	var h Head
 	s := scanner{data: head}
@@ -318,14 +461,15 @@ func ParseHead(head []byte) Head {
 			}
 		}
 		start := s.pos
-		if err := s.skipValue(1); err != nil {
+		if err := s.skipValue(2); err != nil {
 			return h
 		}
 		if key == "id" {
-			if h.ID != nil {
+			id := head[start:s.pos]
+			if h.ID != nil || (id[0] == '"' && !exactUnicode(id)) {
 				idAmbiguous = true
 			}
-			h.ID = head[start:s.pos]
+			h.ID = id
 		}
 		if idAmbiguous {
 			h.ID = nil
@@ -454,9 +598,10 @@ func (s *scanner) findMember(key string) bool {
 	}
 }
 
-// keyEquals compares a raw member name, quotes included, with a name.
+// keyEquals compares a raw member name, quotes included, with a name, as
+// unquote reads the name.
 func keyEquals(raw []byte, key string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1:len(raw)-1]) == key
 	}
 	name, ok := unquote(raw)
@@ -472,13 +617,13 @@ func String(obj json.RawMessage, path ...string) (string, bool) {
 	return unquote(v)
 }
 
-// unquote decodes a JSON string value, without reflection when it has no
-// escapes.
+// unquote decodes a JSON string value as encoding/json does (invalid UTF-8
+// becomes U+FFFD), without reflection when it has no escapes.
 func unquote(v json.RawMessage) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(v, '\\') < 0 {
+	if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
 		return string(v[1 : len(v)-1]), true
 	}
 	var s string
@@ -488,9 +633,10 @@ func unquote(v json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// scanner walks JSON syntax. It finds where each value ends and checks the
-// structure; string contents and number forms are left to the peers, which
-// decode them in full.
+// scanner walks JSON text. It finds where each value ends and checks its
+// syntax as strictly as encoding/json's Valid, without decoding anything:
+// the contents of strings, most of a message's bytes, are passed over eight
+// bytes at a time.
 type scanner struct {
 	data []byte
 	pos  int
@@ -502,12 +648,11 @@ var errEnd = errors.New("unexpected end of message")
 
 func (s *scanner) skipSpace() {
 	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\r', '\n':
-			s.pos++
-		default:
+		// Most often the next byte is no space, and above them all.
+		if c := s.data[s.pos]; c > ' ' || (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
 			return
 		}
+		s.pos++
 	}
 }
 
@@ -547,30 +692,136 @@ func (s *scanner) rawKey() ([]byte, error) {
 	return raw, nil
 }
 
+// skipString moves past the string that starts at s.pos. Like any JSON
+// decoder it refuses control characters in it and escapes other than \",
+// \\, \/, \b, \f, \n, \r, \t and \u with four hexadecimal digits.
 func (s *scanner) skipString() error {
-	s.pos++ // opening quote
+	data := s.data
+	i := s.pos + 1 // after the opening quote
 	for {
-		i := bytes.IndexByte(s.data[s.pos:], '"')
-		if i < 0 {
+		// Eight bytes at a time to the next quote, backslash or control
+		// character, then byte by byte near the end of the data.
+		for plain := 0; i+8 <= len(data); plain++ {
+			if plain == 4 {
+				// A long plain run: find its end with the library's
+				// vectorised search, and look for control characters in it.
+				i = plainRun(data, i)
+				break
+			}
+			m := specials(binary.LittleEndian.Uint64(data[i : i+8]))
+			if m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for i < len(data) && !special[data[i]] {
+			i++
+		}
+		if i >= len(data) {
 			return errEnd
 		}
-		end := s.pos + i
-		// The quote is escaped when an odd number of backslashes precede it.
-		n := 0
-		for j := end - 1; j >= s.pos && s.data[j] == '\\'; j-- {
-			n++
-		}
-		s.pos = end + 1
-		if n%2 == 0 {
+		if c := data[i]; c == '\\' {
+			n := 2
+			if i+1 >= len(data) || !shortEscape[data[i+1]] {
+				if n = escapeLen(data[i:]); n == 0 {
+					return fmt.Errorf("bad escape in a string at byte %d", i)
+				}
+			}
+			i += n
+		} else if c == '"' {
+			s.pos = i + 1
 			return nil
+		} else {
+			return fmt.Errorf("control character %#x in a string at byte %d", c, i)
 		}
 	}
 }
 
-func (s *scanner) skipValue(depth int) error {
-	if depth > maxDepth {
-		return errors.New("nested too deeply")
+// plainRun returns where the text of a string that goes on from i stops
+// being plain: at its first quote or backslash, or at the first control
+// character before them.
+func plainRun(data []byte, i int) int {
+	end := len(data)
+	if q := bytes.IndexByte(data[i:], '"'); q >= 0 {
+		end = i + q
 	}
+	if b := bytes.IndexByte(data[i:end], '\\'); b >= 0 {
+		end = i + b
+	}
+	// A control character (below 0x20) sets the top bit of its byte in
+	// w - 0x20 and has it clear in w. Thirty-two bytes at a time, then
+	// eight: where a control character is, the byte-by-byte loop finds it.
+	run := data[i:end]
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	j := 0
+	for ; j+32 <= len(run); j += 32 {
+		w := run[j : j+32]
+		w0, w1 := binary.LittleEndian.Uint64(w[0:8]), binary.LittleEndian.Uint64(w[8:16])
+		w2, w3 := binary.LittleEndian.Uint64(w[16:24]), binary.LittleEndian.Uint64(w[24:32])
+		if ((w0-0x20*ones)&^w0|(w1-0x20*ones)&^w1|(w2-0x20*ones)&^w2|(w3-0x20*ones)&^w3)&tops != 0 {
+			return i + j
+		}
+	}
+	for ; j+8 <= len(run); j += 8 {
+		if w := binary.LittleEndian.Uint64(run[j : j+8]); (w-0x20*ones)&^w&tops != 0 {
+			return i + j
+		}
+	}
+	return i + j
+}
+
+// special holds the bytes that interrupt a string's plain text: the quote,
+// the backslash and the control characters.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// shortEscape holds the characters that follow a backslash in a two-byte
+// escape.
+var shortEscape = func() (t [256]bool) {
+	for _, c := range `"\/bfnrt` {
+		t[c] = true
+	}
+	return t
+}()
+
+// specials marks the bytes of w (eight bytes of a string, the first in the
+// lowest bits) that are a quote, a backslash or a control character, each
+// by its top bit. A borrow may carry past a marked byte and mark the bytes
+// above it wrongly, so only the lowest mark counts.
+func specials(w uint64) uint64 {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ ('"' * ones)
+	backslash := w ^ ('\\' * ones)
+	marks := ((quote - ones) &^ quote) | ((backslash - ones) &^ backslash) | ((w - 0x20*ones) &^ w)
+	return marks & tops
+}
+
+// escapeLen returns the length of the escape at the start of b, or 0 when
+// it is not one.
+func escapeLen(b []byte) int {
+	if len(b) < 2 {
+		return 0
+	}
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if _, ok := hex4(b[2:]); ok {
+			return 6
+		}
+	}
+	return 0
+}
+
+// skipValue moves past the value at s.pos (after any space before it).
+// depth is how deeply the value would nest, were it an object or an array.
+func (s *scanner) skipValue(depth int) error {
 	s.skipSpace()
 	if s.pos >= len(s.data) {
 		return errEnd
@@ -579,6 +830,9 @@ func (s *scanner) skipValue(depth int) error {
 	case c == '"':
 		return s.skipString()
 	case c == '{':
+		if depth > maxDepth {
+			return errors.New("nested too deeply")
+		}
 		s.pos++
 		s.skipSpace()
 		if s.pos < len(s.data) && s.data[s.pos] == '}' {
@@ -604,6 +858,9 @@ func (s *scanner) skipValue(depth int) error {
 			}
 		}
 	case c == '[':
+		if depth > maxDepth {
+			return errors.New("nested too deeply")
+		}
 		s.pos++
 		s.skipSpace()
 		if s.pos < len(s.data) && s.data[s.pos] == ']' {
@@ -619,14 +876,7 @@ func (s *scanner) skipValue(depth int) error {
 			}
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
-		start := s.pos
-		for s.pos < len(s.data) && isNumberByte(s.data[s.pos]) {
-			s.pos++
-		}
-		if !json.Valid(s.data[start:s.pos]) {
-			return fmt.Errorf("bad number at byte %d", start)
-		}
-		return nil
+		return s.skipNumber()
 	default:
 		for _, lit := range [...]string{"true", "false", "null"} {
 			if bytes.HasPrefix(s.data[s.pos:], []byte(lit)) {
@@ -636,6 +886,53 @@ func (s *scanner) skipValue(depth int) error {
 		}
 		return fmt.Errorf("unexpected %q at byte %d", c, s.pos)
 	}
+}
+
+// skipNumber moves past the number at s.pos, in JSON's grammar: an
+// optional minus, an integer without leading zeros, an optional fraction
+// and an optional exponent.
+func (s *scanner) skipNumber() error {
+	d, start := s.data, s.pos
+	i := start
+	if d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		i = digits(d, i+1)
+	default:
+		return fmt.Errorf("bad number at byte %d", start)
+	}
+	if i < len(d) && d[i] == '.' {
+		end := digits(d, i+1)
+		if end == i+1 {
+			return fmt.Errorf("bad number at byte %d", start)
+		}
+		i = end
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		end := digits(d, i)
+		if end == i {
+			return fmt.Errorf("bad number at byte %d", start)
+		}
+		i = end
+	}
+	s.pos = i
+	return nil
+}
+
+// digits returns the index of the first byte from i on that is not a digit.
+func digits(d []byte, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // endOfMember consumes the ',' or the closing byte after a member, and
@@ -654,10 +951,6 @@ func (s *scanner) endOfMember(closing byte) (done bool, err error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("expected ',' or %q at byte %d", closing, s.pos)
-}
-
-func isNumberByte(c byte) bool {
-	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
 // IsNull reports whether a raw JSON value is null, which ACP peers send for

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -27,6 +28,8 @@ func TestParse(t *testing.T) {
 		{"escaped key", `{"jsonrpc":"2.0","\u006dethod":"m"}`, Notification, "m", ""},
 		{"backslashes before quote", `{"jsonrpc":"2.0","method":"m","params":{"s":"a\\\\"}}`, Notification, "m", ""},
 		{"unicode", `{"jsonrpc":"2.0","method":"m","params":{"s":"héllo ✓ \ud83d\ude00"}}`, Notification, "m", ""},
+		{"surrogate pair method", `{"jsonrpc":"2.0","method":"\ud83d\ude00 \u00e9","id":"\ud83d\ude00"}`, Request, "😀 é", `"\ud83d\ude00"`},
+		{"escapes and numbers", `{"jsonrpc":"2.0","method":"m","params":["\"\\\/\b\f\n\r\t\u0000\uFFFF",-0.0e-0,2E+3,0,1.5,-12e05]}`, Notification, "m", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +74,19 @@ func TestParseRefuses(t *testing.T) {
 		{"bad number", `{"jsonrpc":"2.0","method":"x","params":[1-2]}`, ""},
 		{"missing comma", `{"jsonrpc":"2.0" "method":"x"}`, ""},
 		{"case variant is not the method", `{"jsonrpc":"2.0","Method":"x","id":1}`, ""},
+		{"method not UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/prompt\xff\"}", "1"},
+		{"method a lone surrogate", `{"jsonrpc":"2.0","id":1,"method":"session/prompt\ud800"}`, "1"},
+		{"method a lone low surrogate", `{"jsonrpc":"2.0","id":1,"method":"\udc00\ud800"}`, "1"},
+		{"id not UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":\"r\xfe\",\"method\":\"m\"}", "none"},
+		{"id a lone surrogate", `{"jsonrpc":"2.0","method":"m","id":"r\ud800\u0041"}`, "none"},
+		{"id a lone surrogate, refused before it", `{"jsonrpc":"1.0","method":"m","id":"\udfff"}`, "none"},
+		{"control character in a string", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"s\":\"a\tb\"}}", "1"},
+		{"bad escape", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"\q"}}`, "1"},
+		{"short unicode escape", `{"jsonrpc":"2.0","id":1,"method":"m","params":{"s":"\u12"}}`, "1"},
+		{"leading zero", `{"jsonrpc":"2.0","id":1,"method":"m","params":[01]}`, "1"},
+		{"bare fraction", `{"jsonrpc":"2.0","id":1,"method":"m","params":[1.]}`, "1"},
+		{"bare exponent", `{"jsonrpc":"2.0","id":1,"method":"m","params":[1e+]}`, "1"},
+		{"lone minus", `{"jsonrpc":"2.0","id":1,"method":"m","params":[-]}`, "1"},
 		{"deep nesting", `{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}`, ""},
 	}
 	for _, tt := range tests {
@@ -175,67 +191,6 @@ func TestIDKey(t *testing.T) {
 			t.Errorf("ids %s and %s collide", other[0], other[1])
 		}
 	}
-}
-
-// FuzzParse checks that no input panics the envelope reader, and that on
-// every input a standard JSON decoder accepts, the broker reads the same
-// method and id as that decoder: a peer can never see a different message
-// than the broker judged.
-func FuzzParse(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`,
-		`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"tool_call"}}}`,
-		`{"jsonrpc":"2.0","id":"x","result":{"outcome":{"outcome":"cancelled"}}}`,
-		`{"jsonrpc":"2.0","method":"a","method":"b"}`,
-		`{"jsonrpc":"2.0","\u006dethod":"m","id":null}`,
-		`[1,2]`, `banner`, `{"a":"\\"}`,
-		`{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call"}`,
-		`{"jsonrpc":"2.0","method":"m","params":{},"paramſ":{}}`,
-		"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\"}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := Parse(data)
-		_ = ParseHead(data)
-		_, _ = Members(data)
-		_, _ = Field(data, "method")
-		if err != nil || !json.Valid(data) {
-			return
-		}
-		var env struct {
-			Method *string          `json:"method"`
-			ID     *json.RawMessage `json:"id"`
-			Params *json.RawMessage `json:"params"`
-			Result *json.RawMessage `json:"result"`
-			Error  *json.RawMessage `json:"error"`
-		}
-		// Parse refuses duplicate envelope keys and envelope keys in another
-		// letter case, so the standard decoder's last-wins rule and its
-		// case-insensitive matching agree with it on every input it accepts.
-		var members map[string]json.RawMessage
-		if json.Unmarshal(data, &members) != nil {
-			t.Fatalf("Parse accepted a non-object: %q", data)
-		}
-		if err := json.Unmarshal(data, &env); err != nil {
-			return
-		}
-		if (env.Params != nil) != (m.Params != nil && string(m.Params) != "null") ||
-			(env.Result != nil) != (m.Result != nil && string(m.Result) != "null") ||
-			(env.Error != nil) != (m.Error != nil && string(m.Error) != "null") {
-			t.Fatalf("params, result or error presence differs: %q", data)
-		}
-		if (env.Method != nil) != (m.Kind == Request || m.Kind == Notification) {
-			t.Fatalf("method presence differs: %q", data)
-		}
-		if env.Method != nil && *env.Method != m.Method {
-			t.Fatalf("method %q, decoder saw %q", m.Method, *env.Method)
-		}
-		// A JSON null leaves the decoder's pointer nil.
-		if (env.ID != nil) != (m.ID != nil && string(m.ID) != "null") {
-			t.Fatalf("id presence differs: %q", data)
-		}
-	})
 }
 
 func TestStrictLooksAtEveryDepth(t *testing.T) {
@@ -409,5 +364,35 @@ func TestNamesakes(t *testing.T) {
 	}
 	if Namesakes(json.RawMessage(`[1]`), "id") != nil || Namesakes(json.RawMessage(`{"id":`), "id") != nil {
 		t.Error("not an object, yet namesakes")
+	}
+}
+
+// TestStringsAreCheckedAsJSONValidChecksThem: a string holding any byte at
+// any place among any neighbours is accepted exactly when encoding/json
+// accepts it, so the scans eight and thirty-two bytes at a time (after a
+// long plain run) miss no quote, backslash or control character and take no
+// other byte for one.
+func TestStringsAreCheckedAsJSONValidChecksThem(t *testing.T) {
+	for _, filler := range []byte{'a', ' ', '!', '#', '[', ']', '\\' + 1, 0x7f, 0x80, 0xa2, 0xdc, 0xff} {
+		for b := range 256 {
+			for at := range 80 {
+				text := bytes.Repeat([]byte{filler}, 80)
+				text[at] = byte(b)
+				str := append(append([]byte{'"'}, text...), '"')
+				if got, want := Strict(str) == nil, json.Valid(str); got != want {
+					t.Fatalf("Strict(%q) accepts it: %v, json.Valid: %v", str, got, want)
+				}
+				if b == '\\' && at < 79 {
+					// An escape there: try each character after it.
+					for e := range 256 {
+						text[at+1] = byte(e)
+						str := append(append([]byte{'"'}, text...), '"')
+						if got, want := Strict(str) == nil, json.Valid(str); got != want {
+							t.Fatalf("Strict(%q) accepts it: %v, json.Valid: %v", str, got, want)
+						}
+					}
+				}
+			}
+		}
 	}
 }
