@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -214,10 +213,11 @@ func (req *Request) actions() []action {
 // that is not understood, cannot be seen through, or contradicts itself.
 func (p *Policy) Decide(req *Request) Verdict {
 	var v Verdict
+	fv := new(fileView)
 	for _, a := range req.actions() {
-		pv := p.decideAction(req, a)
+		pv := p.decideAction(req, a, fv)
 		if a.kind == actPath {
-			pv = p.coveredByCommand(req, pv, v.Parts)
+			pv = p.coveredByCommand(req, pv, v.Parts, fv)
 		}
 		v.Parts = append(v.Parts, pv)
 		if pv.Decision.rank() > v.Decision.rank() {
@@ -299,7 +299,7 @@ func (p *Policy) capAtAsk(v *Verdict, source, reason string) {
 	}
 }
 
-func (p *Policy) decideAction(req *Request, a action) PartVerdict {
+func (p *Policy) decideAction(req *Request, a action, fv *fileView) PartVerdict {
 	pv := PartVerdict{Action: a.String(), act: a}
 	if a.kind == actMCP {
 		pv.Action = "mcp: " + req.MCP.String()
@@ -344,7 +344,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		return pv
 	}
 	if a.kind == actPath {
-		if pat, ok := p.protectedPath(a.path); ok {
+		if pat, ok := p.protectedPathIn(fv, a.path); ok {
 			if allow != nil && allow.UnlockProtected && (allow.Layer == User || allow.Layer == Managed) {
 				pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, sourceOf(allow), allow, allow.Reason
 				return pv
@@ -357,7 +357,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 	if a.kind == actCommand {
 		// Checked whatever allows the command, so that no rule, default or
 		// mode lets a command name a protected path.
-		if arg, pat, ok := p.protectedArgument(req, a.cmd); ok {
+		if arg, pat, ok := p.protectedArgumentIn(fv, req, a.cmd); ok {
 			pv.Decision, pv.Source = Ask, "protected"
 			pv.Reason = fmt.Sprintf("argument %q names a protected path (%s)", arg, pat)
 			return pv
@@ -422,6 +422,12 @@ func (p *Policy) indexed(a action) []*Rule {
 // Paths a program finds on its own (grep -r ~, the members of an archive)
 // remain a blind spot.
 func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, string, bool) {
+	return p.protectedArgumentIn(new(fileView), req, c)
+}
+
+// protectedArgumentIn is protectedArgument as the view sees the file
+// system.
+func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleCommand) (string, string, bool) {
 	if len(c.Argv) == 0 {
 		return "", "", false
 	}
@@ -440,20 +446,23 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if pat, ok := p.protected.protects(abs, writes); ok {
 				return arg, pat, true
 			}
+			// Only an existing file can be read through a link; most
+			// arguments are words, not paths, and cost one lstat. Asked
+			// first, it also answers for what the git check below looks up
+			// inside a path that does not exist.
+			exists, _ := fv.lstat(abs)
 			// A program that may write (`sort -o bare/config`) must not name
 			// a file inside a git repository of another name; only words
 			// that look like paths are looked up.
 			if writes && strings.Contains(cand, "/") {
-				if dir, ok := gitDirectoryAt(abs); ok {
+				if dir, ok := fv.gitDirectoryAt(abs); ok {
 					return arg, "inside the git repository " + dir, true
 				}
 			}
-			// Only an existing file can be read through a link; most
-			// arguments are words, not paths, and cost one lstat.
-			if _, err := os.Lstat(abs); err != nil {
+			if !exists {
 				continue
 			}
-			if pat, ok := p.protected.protects(resolvePath(abs), writes); ok {
+			if pat, ok := p.protected.protects(fv.resolve(abs), writes); ok {
 				return arg, pat, true
 			}
 		}
@@ -465,7 +474,7 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	// (`unzip p.zip`, `tar xf p.tar`, `curl -O URL`): in a protected
 	// directory (.git/hooks, ~/.ssh), what it creates there is protected.
 	if filepath.IsAbs(req.Dir) {
-		for _, dir := range []string{req.Dir, resolvePath(req.Dir)} {
+		for _, dir := range []string{req.Dir, fv.resolve(req.Dir)} {
 			if pat, ok := p.protected.protects(filepath.Join(dir, "created-here"), true); ok {
 				return req.Dir, pat, true
 			}
@@ -496,14 +505,14 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 		if !ok {
 			continue
 		}
-		for _, path := range []string{abs, resolvePath(abs)} {
+		for _, path := range []string{abs, fv.resolve(abs)} {
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
 			}
-			if dir, ok := gitDirectoryAt(path); ok {
+			if dir, ok := fv.gitDirectoryAt(path); ok {
 				return dest, "inside the git repository " + dir, true
 			}
-			if held, ok := p.protected.holdsProtected(path, sessionDirs); ok {
+			if held, ok := p.protected.holdsProtected(fv, path, sessionDirs); ok {
 				return dest, "a directory holding " + held, true
 			}
 		}
@@ -534,12 +543,22 @@ func pathCandidates(arg string) []string {
 	return out
 }
 
+// protectedPath reports which protected pattern, or git repository for a
+// write, covers a path the request accesses, as given or resolved.
 func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
+	return p.protectedPathIn(new(fileView), pa)
+}
+
+// protectedPathIn is protectedPath as the view sees the file system.
+func (p *Policy) protectedPathIn(fv *fileView, pa *PathAccess) (string, bool) {
 	for _, path := range []string{pa.Abs, pa.Resolved} {
 		if pat, ok := p.protected.protects(path, pa.Write); ok {
 			return pat, true
 		}
-		if dir, ok := gitDirectoryAt(path); ok && pa.Write {
+		if !pa.Write {
+			continue
+		}
+		if dir, ok := fv.gitDirectoryAt(path); ok {
 			return "inside the git repository " + dir, true
 		}
 	}

@@ -86,6 +86,9 @@ type Request struct {
 	UnreadPaths []string
 
 	ctx Context
+	// reading is what the reading sees of the file system, while it reads;
+	// a Request kept for later holds none (see fileView).
+	reading *fileView
 }
 
 // PathAccess is one file the request would read or write.
@@ -128,7 +131,8 @@ func (m *MCPTool) String() string { return m.Server + "/" + m.Tool }
 // Decoding is exact: a duplicated key, keys that differ only in case, or a
 // field of the wrong type make the request not understood.
 func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
-	r := &Request{ctx: ctx}
+	r := &Request{ctx: ctx, reading: new(fileView)}
+	defer func() { r.reading = nil }()
 	for k, v := range fields {
 		if err := checkStrict(v); err != nil {
 			r.notUnderstood("%s: %v", k, err)
@@ -277,16 +281,16 @@ func (r *Request) addWorkDir(from string) {
 	resolvedRoots := make([]string, 0, len(roots))
 	for _, root := range roots {
 		if filepath.IsAbs(root) {
-			resolvedRoots = append(resolvedRoots, resolvePath(filepath.Clean(root)))
+			resolvedRoots = append(resolvedRoots, r.view().resolve(filepath.Clean(root)))
 		}
 	}
 	// The session's directories as given or as their links resolve: an
 	// agent may name either.
 	inside := func(dir string) bool { return under(dir, roots) || under(dir, resolvedRoots) }
-	resolved := resolvePath(r.Dir)
+	resolved := r.view().resolve(r.Dir)
 	// A directory git takes for a repository (gitDirectoryAt) is a place of
 	// its own even inside the session's: its config runs programs.
-	_, inRepository := gitDirectoryAt(resolved)
+	_, inRepository := r.view().gitDirectoryAt(resolved)
 	if inside(r.Dir) && inside(resolved) && !inRepository {
 		return
 	}
@@ -329,7 +333,8 @@ func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
 // Request: the server and tool are known exactly, and the arguments are read
 // as a tool's input is, so that command, path and URL rules apply to them.
 func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *Request {
-	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
+	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}, reading: new(fileView)}
+	defer func() { r.reading = nil }()
 	var input map[string]json.RawMessage
 	if len(arguments) > 0 && !jsonrpc.IsNull(arguments) {
 		if err := checkStrict(arguments); err != nil {
@@ -531,7 +536,16 @@ func (r *Request) addPath(p string, write bool, from string) {
 			return
 		}
 	}
-	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: resolvePath(abs), Write: write, From: from, onlyLocations: from == "locations"})
+	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: r.view().resolve(abs), Write: write, From: from, onlyLocations: from == "locations"})
+}
+
+// view is what the reading sees of the file system; outside a reading, a
+// fresh look.
+func (r *Request) view() *fileView {
+	if r.reading == nil {
+		return new(fileView)
+	}
+	return r.reading
 }
 
 // readURL reads the URL a fetch acts on, from rawInput.url or a
