@@ -131,9 +131,19 @@ func (m *MCPTool) String() string { return m.Server + "/" + m.Tool }
 // Decoding is exact: a duplicated key, keys that differ only in case, or a
 // field of the wrong type make the request not understood.
 func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
+	return readToolCall(fields, ctx, false)
+}
+
+// readToolCall is ReadToolCall; checked says the fields are the members of
+// an object that checkStrict passed, so that each is strict and valid
+// already.
+func readToolCall(fields map[string]json.RawMessage, ctx Context, checked bool) *Request {
 	r := &Request{ctx: ctx, reading: new(fileView)}
 	defer func() { r.reading = nil }()
 	for k, v := range fields {
+		if checked {
+			break
+		}
 		if err := checkStrict(v); err != nil {
 			r.notUnderstood("%s: %v", k, err)
 		}
@@ -144,7 +154,8 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 
 	var input map[string]json.RawMessage
 	if raw, ok := fields["rawInput"]; ok && !jsonrpc.IsNull(raw) {
-		if err := json.Unmarshal(raw, &input); err != nil {
+		var err error
+		if input, err = objectMembers(raw, checked); err != nil {
 			r.notUnderstood("rawInput is not an object")
 		}
 	}
@@ -315,14 +326,14 @@ func (r *Request) ResolvedDir() string {
 // ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
 // duplicated top-level key is caught too.
 func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
-	var fields map[string]json.RawMessage
 	strictErr := checkStrict(obj)
-	if err := json.Unmarshal(obj, &fields); err != nil || fields == nil {
+	fields, err := objectMembers(obj, strictErr == nil)
+	if err != nil || fields == nil {
 		r := &Request{ctx: ctx}
 		r.notUnderstood("the tool call is not an object")
 		return r
 	}
-	r := ReadToolCall(fields, ctx)
+	r := readToolCall(fields, ctx, strictErr == nil)
 	if strictErr != nil {
 		r.notUnderstood("the tool call: %v", strictErr)
 	}
@@ -337,10 +348,12 @@ func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *R
 	defer func() { r.reading = nil }()
 	var input map[string]json.RawMessage
 	if len(arguments) > 0 && !jsonrpc.IsNull(arguments) {
-		if err := checkStrict(arguments); err != nil {
-			r.notUnderstood("arguments: %v", err)
+		strictErr := checkStrict(arguments)
+		if strictErr != nil {
+			r.notUnderstood("arguments: %v", strictErr)
 		}
-		if err := json.Unmarshal(arguments, &input); err != nil {
+		var err error
+		if input, err = objectMembers(arguments, strictErr == nil); err != nil {
 			r.notUnderstood("the arguments are not an object")
 		}
 	}
@@ -643,6 +656,38 @@ func (r *Request) readMCP(input map[string]json.RawMessage) {
 			r.conflict("the MCP tool is named both %s and %s", found[0].String(), f.String())
 		}
 	}
+}
+
+// objectMembers decodes a JSON object into its members, as json.Unmarshal
+// into a map of raw values does. checked says checkStrict passed the
+// object: valid, and no member repeated at any depth, so one pass that only
+// finds where each member ends (jsonrpc.Members) reads it the same, and
+// encoding/json's validating and decoding passes over every byte (the
+// diff of an edit, the text of a write) are not needed. Names are taken
+// from that pass only when they are plain ASCII, with nothing an escape or
+// a decoder's repair of bad UTF-8 could make differ.
+func objectMembers(obj json.RawMessage, checked bool) (map[string]json.RawMessage, error) {
+	if checked {
+		if members, err := jsonrpc.Members(obj); err == nil && plainNames(members) {
+			return members, nil
+		}
+	}
+	var members map[string]json.RawMessage
+	err := json.Unmarshal(obj, &members)
+	return members, err
+}
+
+// plainNames reports whether every member name is printable ASCII without
+// a quote or a backslash.
+func plainNames(members map[string]json.RawMessage) bool {
+	for name := range members {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkStrict refuses a JSON value with a duplicated key or keys that differ
