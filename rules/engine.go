@@ -160,8 +160,12 @@ const (
 type action struct {
 	kind actionKind
 	cmd  *SimpleCommand
-	path *PathAccess
-	url  *URLAccess
+	// normalized is cmd.Normalized(), which every deny rule a command is
+	// matched against needs: made once.
+	normalized []string
+	path       *PathAccess
+	url        *URLAccess
+	mcp        string // the MCP tool as rules name it, server/tool
 }
 
 func (a action) String() string {
@@ -190,7 +194,8 @@ func (req *Request) actions() []action {
 	var acts []action
 	if req.Script != nil {
 		for i := range req.Script.Commands {
-			acts = append(acts, action{kind: actCommand, cmd: &req.Script.Commands[i]})
+			c := &req.Script.Commands[i]
+			acts = append(acts, action{kind: actCommand, cmd: c, normalized: c.Normalized()})
 		}
 	}
 	for i := range req.Paths {
@@ -200,7 +205,7 @@ func (req *Request) actions() []action {
 		acts = append(acts, action{kind: actURL, url: &req.URLs[i]})
 	}
 	if req.MCP != nil {
-		acts = append(acts, action{kind: actMCP})
+		acts = append(acts, action{kind: actMCP, mcp: req.MCP.String()})
 	}
 	if len(acts) == 0 {
 		acts = append(acts, action{kind: actTool})
@@ -330,7 +335,7 @@ func (p *Policy) decideAction(req *Request, a action, fv *fileView) PartVerdict 
 		return pv
 	}
 	if a.kind == actCommand {
-		if n := a.cmd.Normalized(); len(n) > 0 && n[0] == "acp-broker" {
+		if n := a.normalized; len(n) > 0 && n[0] == "acp-broker" {
 			// The broker's own CLI trusts project files and edits remembered
 			// answers: an agent running it could grant itself permissions.
 			pv.Decision, pv.Source = Ask, "protected"
@@ -401,7 +406,7 @@ func (p *Policy) indexed(a action) []*Rule {
 		literal = a.cmd.Argv[0]
 	}
 	normalized := ""
-	if n := a.cmd.Normalized(); len(n) > 0 {
+	if n := a.normalized; len(n) > 0 {
 		normalized = n[0]
 	}
 	out := append([]*Rule(nil), p.byProgram[literal]...)
@@ -607,7 +612,7 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		}
 		argv := a.cmd.Argv
 		if deny {
-			argv = a.cmd.Normalized()
+			argv = a.normalized
 		} else if len(a.cmd.Assigns) > 0 {
 			// VAR=x changes what a program does; allow rules match only what
 			// is literally there.
@@ -644,7 +649,7 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		if len(r.MCP) == 0 {
 			return !r.hasActionMatcher() && (deny || len(r.Tools) > 0)
 		}
-		return anyGlob(r.MCP, req.MCP.String())
+		return anyGlob(r.MCP, a.mcp)
 	}
 	return !r.hasActionMatcher()
 }
