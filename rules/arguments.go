@@ -21,12 +21,12 @@ import (
 // the command whose argument it is, when a rule or a remembered answer
 // allowed that command. parts are the verdicts on the request's commands,
 // decided before its paths.
-func (p *Policy) coveredByCommand(req *Request, pv PartVerdict, parts []PartVerdict) PartVerdict {
+func (p *Policy) coveredByCommand(req *Request, pv PartVerdict, parts []PartVerdict, fv *fileView) PartVerdict {
 	pa := pv.act.path
 	if pv.Decision != Ask || pv.Source != "default" || !pa.onlyLocations || pa.WorkDir || req.Script == nil || len(req.Script.Opaque) > 0 {
 		return pv
 	}
-	if !req.insideSessionDirs(pa.Abs) || !req.insideSessionDirs(pa.Resolved) {
+	if !req.insideSessionDirs(fv, pa.Abs) || !req.insideSessionDirs(fv, pa.Resolved) {
 		return pv
 	}
 	for _, part := range parts {
@@ -61,13 +61,13 @@ func namesAsArgument(c *SimpleCommand, path, dir, home string) bool {
 
 // insideSessionDirs reports whether a path is in the session's cwd or one
 // of its additionalDirectories, as given or as their links resolve.
-func (r *Request) insideSessionDirs(path string) bool {
+func (r *Request) insideSessionDirs(fv *fileView, path string) bool {
 	roots := append([]string{r.ctx.Cwd}, r.ctx.Roots...)
 	var resolved []string
 	for _, root := range roots {
 		if root != "" {
 			if abs, ok := absPath(root, "", ""); ok {
-				resolved = append(resolved, resolvePath(abs))
+				resolved = append(resolved, fv.resolve(abs))
 			}
 		}
 	}

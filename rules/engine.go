@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -161,8 +160,12 @@ const (
 type action struct {
 	kind actionKind
 	cmd  *SimpleCommand
-	path *PathAccess
-	url  *URLAccess
+	// normalized is cmd.Normalized(), which every deny rule a command is
+	// matched against needs: made once.
+	normalized []string
+	path       *PathAccess
+	url        *URLAccess
+	mcp        string // the MCP tool as rules name it, server/tool
 }
 
 func (a action) String() string {
@@ -191,7 +194,8 @@ func (req *Request) actions() []action {
 	var acts []action
 	if req.Script != nil {
 		for i := range req.Script.Commands {
-			acts = append(acts, action{kind: actCommand, cmd: &req.Script.Commands[i]})
+			c := &req.Script.Commands[i]
+			acts = append(acts, action{kind: actCommand, cmd: c, normalized: c.Normalized()})
 		}
 	}
 	for i := range req.Paths {
@@ -201,7 +205,7 @@ func (req *Request) actions() []action {
 		acts = append(acts, action{kind: actURL, url: &req.URLs[i]})
 	}
 	if req.MCP != nil {
-		acts = append(acts, action{kind: actMCP})
+		acts = append(acts, action{kind: actMCP, mcp: req.MCP.String()})
 	}
 	if len(acts) == 0 {
 		acts = append(acts, action{kind: actTool})
@@ -214,10 +218,11 @@ func (req *Request) actions() []action {
 // that is not understood, cannot be seen through, or contradicts itself.
 func (p *Policy) Decide(req *Request) Verdict {
 	var v Verdict
+	fv := new(fileView)
 	for _, a := range req.actions() {
-		pv := p.decideAction(req, a)
+		pv := p.decideAction(req, a, fv)
 		if a.kind == actPath {
-			pv = p.coveredByCommand(req, pv, v.Parts)
+			pv = p.coveredByCommand(req, pv, v.Parts, fv)
 		}
 		v.Parts = append(v.Parts, pv)
 		if pv.Decision.rank() > v.Decision.rank() {
@@ -299,7 +304,7 @@ func (p *Policy) capAtAsk(v *Verdict, source, reason string) {
 	}
 }
 
-func (p *Policy) decideAction(req *Request, a action) PartVerdict {
+func (p *Policy) decideAction(req *Request, a action, fv *fileView) PartVerdict {
 	pv := PartVerdict{Action: a.String(), act: a}
 	if a.kind == actMCP {
 		pv.Action = "mcp: " + req.MCP.String()
@@ -330,7 +335,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		return pv
 	}
 	if a.kind == actCommand {
-		if n := a.cmd.Normalized(); len(n) > 0 && n[0] == "acp-broker" {
+		if n := a.normalized; len(n) > 0 && n[0] == "acp-broker" {
 			// The broker's own CLI trusts project files and edits remembered
 			// answers: an agent running it could grant itself permissions.
 			pv.Decision, pv.Source = Ask, "protected"
@@ -344,7 +349,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 		return pv
 	}
 	if a.kind == actPath {
-		if pat, ok := p.protectedPath(a.path); ok {
+		if pat, ok := p.protectedPathIn(fv, a.path); ok {
 			if allow != nil && allow.UnlockProtected && (allow.Layer == User || allow.Layer == Managed) {
 				pv.Decision, pv.Source, pv.Rule, pv.Reason = Allow, sourceOf(allow), allow, allow.Reason
 				return pv
@@ -357,7 +362,7 @@ func (p *Policy) decideAction(req *Request, a action) PartVerdict {
 	if a.kind == actCommand {
 		// Checked whatever allows the command, so that no rule, default or
 		// mode lets a command name a protected path.
-		if arg, pat, ok := p.protectedArgument(req, a.cmd); ok {
+		if arg, pat, ok := p.protectedArgumentIn(fv, req, a.cmd); ok {
 			pv.Decision, pv.Source = Ask, "protected"
 			pv.Reason = fmt.Sprintf("argument %q names a protected path (%s)", arg, pat)
 			return pv
@@ -401,7 +406,7 @@ func (p *Policy) indexed(a action) []*Rule {
 		literal = a.cmd.Argv[0]
 	}
 	normalized := ""
-	if n := a.cmd.Normalized(); len(n) > 0 {
+	if n := a.normalized; len(n) > 0 {
 		normalized = n[0]
 	}
 	out := append([]*Rule(nil), p.byProgram[literal]...)
@@ -422,6 +427,12 @@ func (p *Policy) indexed(a action) []*Rule {
 // Paths a program finds on its own (grep -r ~, the members of an archive)
 // remain a blind spot.
 func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, string, bool) {
+	return p.protectedArgumentIn(new(fileView), req, c)
+}
+
+// protectedArgumentIn is protectedArgument as the view sees the file
+// system.
+func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleCommand) (string, string, bool) {
 	if len(c.Argv) == 0 {
 		return "", "", false
 	}
@@ -440,20 +451,23 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 			if pat, ok := p.protected.protects(abs, writes); ok {
 				return arg, pat, true
 			}
+			// Only an existing file can be read through a link; most
+			// arguments are words, not paths, and cost one lstat. Asked
+			// first, it also answers for what the git check below looks up
+			// inside a path that does not exist.
+			exists, _ := fv.lstat(abs)
 			// A program that may write (`sort -o bare/config`) must not name
 			// a file inside a git repository of another name; only words
 			// that look like paths are looked up.
 			if writes && strings.Contains(cand, "/") {
-				if dir, ok := gitDirectoryAt(abs); ok {
+				if dir, ok := fv.gitDirectoryAt(abs); ok {
 					return arg, "inside the git repository " + dir, true
 				}
 			}
-			// Only an existing file can be read through a link; most
-			// arguments are words, not paths, and cost one lstat.
-			if _, err := os.Lstat(abs); err != nil {
+			if !exists {
 				continue
 			}
-			if pat, ok := p.protected.protects(resolvePath(abs), writes); ok {
+			if pat, ok := p.protected.protects(fv.resolve(abs), writes); ok {
 				return arg, pat, true
 			}
 		}
@@ -465,7 +479,7 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 	// (`unzip p.zip`, `tar xf p.tar`, `curl -O URL`): in a protected
 	// directory (.git/hooks, ~/.ssh), what it creates there is protected.
 	if filepath.IsAbs(req.Dir) {
-		for _, dir := range []string{req.Dir, resolvePath(req.Dir)} {
+		for _, dir := range []string{req.Dir, fv.resolve(req.Dir)} {
 			if pat, ok := p.protected.protects(filepath.Join(dir, "created-here"), true); ok {
 				return req.Dir, pat, true
 			}
@@ -496,14 +510,14 @@ func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, stri
 		if !ok {
 			continue
 		}
-		for _, path := range []string{abs, resolvePath(abs)} {
+		for _, path := range []string{abs, fv.resolve(abs)} {
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
 			}
-			if dir, ok := gitDirectoryAt(path); ok {
+			if dir, ok := fv.gitDirectoryAt(path); ok {
 				return dest, "inside the git repository " + dir, true
 			}
-			if held, ok := p.protected.holdsProtected(path, sessionDirs); ok {
+			if held, ok := p.protected.holdsProtected(fv, path, sessionDirs); ok {
 				return dest, "a directory holding " + held, true
 			}
 		}
@@ -534,12 +548,22 @@ func pathCandidates(arg string) []string {
 	return out
 }
 
+// protectedPath reports which protected pattern, or git repository for a
+// write, covers a path the request accesses, as given or resolved.
 func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
+	return p.protectedPathIn(new(fileView), pa)
+}
+
+// protectedPathIn is protectedPath as the view sees the file system.
+func (p *Policy) protectedPathIn(fv *fileView, pa *PathAccess) (string, bool) {
 	for _, path := range []string{pa.Abs, pa.Resolved} {
 		if pat, ok := p.protected.protects(path, pa.Write); ok {
 			return pat, true
 		}
-		if dir, ok := gitDirectoryAt(path); ok && pa.Write {
+		if !pa.Write {
+			continue
+		}
+		if dir, ok := fv.gitDirectoryAt(path); ok {
 			return "inside the git repository " + dir, true
 		}
 	}
@@ -588,7 +612,7 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		}
 		argv := a.cmd.Argv
 		if deny {
-			argv = a.cmd.Normalized()
+			argv = a.normalized
 		} else if len(a.cmd.Assigns) > 0 {
 			// VAR=x changes what a program does; allow rules match only what
 			// is literally there.
@@ -625,7 +649,7 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		if len(r.MCP) == 0 {
 			return !r.hasActionMatcher() && (deny || len(r.Tools) > 0)
 		}
-		return anyGlob(r.MCP, req.MCP.String())
+		return anyGlob(r.MCP, a.mcp)
 	}
 	return !r.hasActionMatcher()
 }

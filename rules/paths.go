@@ -146,7 +146,32 @@ const maxLinks = 40
 // by component with lstat, so a link whose target does not exist (yet) still
 // resolves to that target: writing through a dangling link creates its
 // target. Components that do not exist are kept as they are.
-func resolvePath(p string) string {
+func resolvePath(p string) string { return new(fileView).resolve(p) }
+
+// resolve is resolvePath as the view sees the file system.
+func (v *fileView) resolve(p string) string {
+	if r, ok := v.resolved[p]; ok {
+		return r
+	}
+	r := v.followLinks(p)
+	if v.resolved == nil {
+		v.resolved = map[string]string{}
+	}
+	v.resolved[p] = r
+	return r
+}
+
+func (v *fileView) followLinks(p string) string {
+	if filepath.IsAbs(p) && filepath.Clean(p) == p && v.unseen(p) > 2 {
+		// One system call can tell that no name on the way is a link, where
+		// the walk below asks one per name.
+		if free, exists := walkFree(p); free {
+			if exists {
+				v.noteWalked(p)
+			}
+			return p
+		}
+	}
 	links := 0
 	resolved := "/"
 	rest := strings.Split(strings.TrimPrefix(p, "/"), "/")
@@ -161,10 +186,10 @@ func resolvePath(p string) string {
 			continue
 		}
 		next := filepath.Join(resolved, name)
-		fi, err := os.Lstat(next)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		exists, link := v.lstat(next)
+		if !exists || !link {
 			resolved = next
-			if err != nil {
+			if !exists {
 				// Nothing below a missing component can be a link.
 				return filepath.Clean(filepath.Join(append([]string{resolved}, rest...)...))
 			}
@@ -185,6 +210,28 @@ func resolvePath(p string) string {
 		rest = append(strings.Split(strings.Trim(target, "/"), "/"), rest...)
 	}
 	return resolved
+}
+
+// unseen counts the names of a clean absolute path, from the root down,
+// that the view has not looked up.
+func (v *fileView) unseen(p string) int {
+	n := 0
+	for dir := p; dir != "/"; dir = parentDir(dir) {
+		if _, ok := v.names[dir]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// noteWalked notes what a walk without links that reached p showed: every
+// directory on the way exists and is no link, and so does p, of a kind not
+// known.
+func (v *fileView) noteWalked(p string) {
+	v.note(p, nameLookup{exists: true})
+	for dir := parentDir(p); dir != "/"; dir = parentDir(dir) {
+		v.note(dir, nameLookup{exists: true})
+	}
 }
 
 // protectedPaths are never allowed by a default, a mode or a rule that does
@@ -347,7 +394,7 @@ var brokerExecutable = sync.OnceValue(func() []string {
 // ~/.config, /), a directory of the session (which holds .git and
 // .acp-broker.toml) or one above it, or a directory that holds a .git or a
 // .acp-broker.toml. Writing into it, or removing it, can reach them.
-func (pp *protectedPaths) holdsProtected(dir string, sessionDirs []string) (string, bool) {
+func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []string) (string, bool) {
 	lower := strings.ToLower(filepath.Clean(dir))
 	for _, base := range pp.bases {
 		if isAncestor(lower, base) {
@@ -360,7 +407,7 @@ func (pp *protectedPaths) holdsProtected(dir string, sessionDirs []string) (stri
 		}
 	}
 	for _, name := range []string{".git", ProjectFileName} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+		if exists, _ := v.lstat(filepath.Join(dir, name)); exists {
 			return filepath.Join(dir, name), true
 		}
 	}
@@ -398,18 +445,34 @@ func (pp *protectedPaths) protects(path string, write bool) (string, bool) {
 // core.fsmonitor in evil/config makes `git status` run in evil, or `git -C
 // evil status`, run a program. What a request writes (an edit, a
 // redirection, a command's destination) must not be inside one, as for .git.
-func gitDirectoryAt(path string) (string, bool) {
+func gitDirectoryAt(path string) (string, bool) { return new(fileView).gitDirectoryAt(path) }
+
+// gitDirectoryAt is the package function as the view sees the file system.
+func (v *fileView) gitDirectoryAt(path string) (string, bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
 	for dir := filepath.Clean(path); ; dir = filepath.Dir(dir) {
-		if _, err := os.Lstat(filepath.Join(dir, "HEAD")); err == nil {
-			if info, err := os.Stat(filepath.Join(dir, "objects")); err == nil && info.IsDir() {
-				return dir, true
-			}
+		if v.isGitDirectory(dir) {
+			return dir, true
 		}
 		if dir == filepath.Dir(dir) {
 			return "", false
 		}
 	}
+}
+
+// isGitDirectory reports whether dir has a HEAD beside an objects
+// directory.
+func (v *fileView) isGitDirectory(dir string) bool {
+	if is, ok := v.gitDirs[dir]; ok {
+		return is
+	}
+	head, _ := v.lstat(filepath.Join(dir, "HEAD"))
+	is := head && v.isDir(filepath.Join(dir, "objects"))
+	if v.gitDirs == nil {
+		v.gitDirs = map[string]bool{}
+	}
+	v.gitDirs[dir] = is
+	return is
 }

@@ -504,5 +504,5 @@ func hasOption(arg, o string) bool {
 // isAncestor reports whether dir is path or a directory above it.
 func isAncestor(dir, path string) bool {
 	dir, path = filepath.Clean(dir), filepath.Clean(path)
-	return dir == path || dir == "/" || strings.HasPrefix(path, dir+"/")
+	return dir == path || dir == "/" || len(path) > len(dir) && path[len(dir)] == '/' && strings.HasPrefix(path, dir)
 }

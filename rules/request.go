@@ -86,6 +86,9 @@ type Request struct {
 	UnreadPaths []string
 
 	ctx Context
+	// reading is what the reading sees of the file system, while it reads;
+	// a Request kept for later holds none (see fileView).
+	reading *fileView
 }
 
 // PathAccess is one file the request would read or write.
@@ -128,8 +131,19 @@ func (m *MCPTool) String() string { return m.Server + "/" + m.Tool }
 // Decoding is exact: a duplicated key, keys that differ only in case, or a
 // field of the wrong type make the request not understood.
 func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
-	r := &Request{ctx: ctx}
+	return readToolCall(fields, ctx, false)
+}
+
+// readToolCall is ReadToolCall; checked says the fields are the members of
+// an object that checkStrict passed, so that each is strict and valid
+// already.
+func readToolCall(fields map[string]json.RawMessage, ctx Context, checked bool) *Request {
+	r := &Request{ctx: ctx, reading: new(fileView)}
+	defer func() { r.reading = nil }()
 	for k, v := range fields {
+		if checked {
+			break
+		}
 		if err := checkStrict(v); err != nil {
 			r.notUnderstood("%s: %v", k, err)
 		}
@@ -140,7 +154,8 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 
 	var input map[string]json.RawMessage
 	if raw, ok := fields["rawInput"]; ok && !jsonrpc.IsNull(raw) {
-		if err := json.Unmarshal(raw, &input); err != nil {
+		var err error
+		if input, err = objectMembers(raw, checked); err != nil {
 			r.notUnderstood("rawInput is not an object")
 		}
 	}
@@ -277,16 +292,16 @@ func (r *Request) addWorkDir(from string) {
 	resolvedRoots := make([]string, 0, len(roots))
 	for _, root := range roots {
 		if filepath.IsAbs(root) {
-			resolvedRoots = append(resolvedRoots, resolvePath(filepath.Clean(root)))
+			resolvedRoots = append(resolvedRoots, r.view().resolve(filepath.Clean(root)))
 		}
 	}
 	// The session's directories as given or as their links resolve: an
 	// agent may name either.
 	inside := func(dir string) bool { return under(dir, roots) || under(dir, resolvedRoots) }
-	resolved := resolvePath(r.Dir)
+	resolved := r.view().resolve(r.Dir)
 	// A directory git takes for a repository (gitDirectoryAt) is a place of
 	// its own even inside the session's: its config runs programs.
-	_, inRepository := gitDirectoryAt(resolved)
+	_, inRepository := r.view().gitDirectoryAt(resolved)
 	if inside(r.Dir) && inside(resolved) && !inRepository {
 		return
 	}
@@ -311,14 +326,14 @@ func (r *Request) ResolvedDir() string {
 // ReadToolCallJSON is ReadToolCall on a tool call object as sent, so that a
 // duplicated top-level key is caught too.
 func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
-	var fields map[string]json.RawMessage
 	strictErr := checkStrict(obj)
-	if err := json.Unmarshal(obj, &fields); err != nil || fields == nil {
+	fields, err := objectMembers(obj, strictErr == nil)
+	if err != nil || fields == nil {
 		r := &Request{ctx: ctx}
 		r.notUnderstood("the tool call is not an object")
 		return r
 	}
-	r := ReadToolCall(fields, ctx)
+	r := readToolCall(fields, ctx, strictErr == nil)
 	if strictErr != nil {
 		r.notUnderstood("the tool call: %v", strictErr)
 	}
@@ -329,13 +344,16 @@ func ReadToolCallJSON(obj json.RawMessage, ctx Context) *Request {
 // Request: the server and tool are known exactly, and the arguments are read
 // as a tool's input is, so that command, path and URL rules apply to them.
 func ReadMCPCall(server, tool string, arguments json.RawMessage, ctx Context) *Request {
-	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}}
+	r := &Request{ctx: ctx, Dir: ctx.Cwd, Kind: "other", ToolName: tool, Title: server + "/" + tool, MCP: &MCPTool{server, tool}, reading: new(fileView)}
+	defer func() { r.reading = nil }()
 	var input map[string]json.RawMessage
 	if len(arguments) > 0 && !jsonrpc.IsNull(arguments) {
-		if err := checkStrict(arguments); err != nil {
-			r.notUnderstood("arguments: %v", err)
+		strictErr := checkStrict(arguments)
+		if strictErr != nil {
+			r.notUnderstood("arguments: %v", strictErr)
 		}
-		if err := json.Unmarshal(arguments, &input); err != nil {
+		var err error
+		if input, err = objectMembers(arguments, strictErr == nil); err != nil {
 			r.notUnderstood("the arguments are not an object")
 		}
 	}
@@ -531,7 +549,16 @@ func (r *Request) addPath(p string, write bool, from string) {
 			return
 		}
 	}
-	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: resolvePath(abs), Write: write, From: from, onlyLocations: from == "locations"})
+	r.Paths = append(r.Paths, PathAccess{Given: p, Abs: abs, Resolved: r.view().resolve(abs), Write: write, From: from, onlyLocations: from == "locations"})
+}
+
+// view is what the reading sees of the file system; outside a reading, a
+// fresh look.
+func (r *Request) view() *fileView {
+	if r.reading == nil {
+		return new(fileView)
+	}
+	return r.reading
 }
 
 // readURL reads the URL a fetch acts on, from rawInput.url or a
@@ -629,6 +656,38 @@ func (r *Request) readMCP(input map[string]json.RawMessage) {
 			r.conflict("the MCP tool is named both %s and %s", found[0].String(), f.String())
 		}
 	}
+}
+
+// objectMembers decodes a JSON object into its members, as json.Unmarshal
+// into a map of raw values does. checked says checkStrict passed the
+// object: valid, and no member repeated at any depth, so one pass that only
+// finds where each member ends (jsonrpc.Members) reads it the same, and
+// encoding/json's validating and decoding passes over every byte (the
+// diff of an edit, the text of a write) are not needed. Names are taken
+// from that pass only when they are plain ASCII, with nothing an escape or
+// a decoder's repair of bad UTF-8 could make differ.
+func objectMembers(obj json.RawMessage, checked bool) (map[string]json.RawMessage, error) {
+	if checked {
+		if members, err := jsonrpc.Members(obj); err == nil && plainNames(members) {
+			return members, nil
+		}
+	}
+	var members map[string]json.RawMessage
+	err := json.Unmarshal(obj, &members)
+	return members, err
+}
+
+// plainNames reports whether every member name is printable ASCII without
+// a quote or a backslash.
+func plainNames(members map[string]json.RawMessage) bool {
+	for name := range members {
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkStrict refuses a JSON value with a duplicated key or keys that differ

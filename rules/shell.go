@@ -185,7 +185,10 @@ func readSource(src, shell string, shellDepth int, b *readBudget) Script {
 	}
 	r := &commandReader{src: src, shellDepth: shellDepth, budget: b}
 	var opaque []string
-	file, err := syntax.NewParser(syntax.Variant(dialectOf(shell))).Parse(strings.NewReader(src), "")
+	parsers := parserPools[dialectOf(shell)]
+	parser := parsers.Get().(*syntax.Parser)
+	file, err := parser.Parse(strings.NewReader(src), "")
+	parsers.Put(parser)
 	if err != nil {
 		opaque = append(opaque, fmt.Sprintf("does not parse as %s: %v", shell, err))
 		// Statements that ended before the error were parsed whole; list them for deny rules.
@@ -205,6 +208,18 @@ func readSource(src, shell string, shellDepth int, b *readBudget) Script {
 	}
 	return Script{Commands: r.out, Opaque: opaque}
 }
+
+// parserPools hold parsers to reuse, one pool per dialect: a parser is
+// kilobytes of buffers, and a request's command may be parsed several times
+// (each shell's script, in bash and in its own dialect). A parser may be
+// reused once its Parse has returned; the tree it returned is its caller's.
+var parserPools = func() map[syntax.LangVariant]*sync.Pool {
+	pools := map[syntax.LangVariant]*sync.Pool{}
+	for _, lang := range []syntax.LangVariant{syntax.LangBash, syntax.LangPOSIX, syntax.LangZsh, syntax.LangMirBSDKorn} {
+		pools[lang] = &sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(lang)) }}
+	}
+	return pools
+}()
 
 func dialectOf(shell string) syntax.LangVariant {
 	switch shell {
