@@ -135,7 +135,11 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		return r.Option
 	}
 
-	prompt := e.prompt(a, c, params, req, reason)
+	// What the channels show: none is asked when there is only the editor.
+	var prompt notify.Prompt
+	if a.Local != nil || len(a.Channels) > 0 {
+		prompt = e.prompt(a, c, params, req, reason)
+	}
 	toEditor := a.Route != "channels"
 	// forwardedAt is when the editor was given the request: an answer
 	// sooner than a person can give is warned about (editorAnswered).
