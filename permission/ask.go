@@ -135,7 +135,11 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		return r.Option
 	}
 
-	prompt := e.prompt(a, c, params, req, reason)
+	// What the channels show: none is asked when there is only the editor.
+	var prompt notify.Prompt
+	if a.Local != nil || len(a.Channels) > 0 {
+		prompt = e.prompt(a, c, params, req, reason)
+	}
 	toEditor := a.Route != "channels"
 	// forwardedAt is when the editor was given the request: an answer
 	// sooner than a person can give is warned about (editorAnswered).
@@ -219,44 +223,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}()
 	}
 
-	go func() {
-		var timeout <-chan time.Time
-		if a.Timeout > 0 {
-			t := time.NewTimer(a.Timeout)
-			defer t.Stop()
-			timeout = t.C
-		}
-		cancelled := c.SessionCancelled()
-		for {
-			select {
-			case <-timeout:
-				opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
-				withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
-				if ok {
-					r := rec
-					r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
-					r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
-					c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
-				}
-				return
-			case <-cancelled:
-				// The editor cancelled the turn: every prompt of it is
-				// withdrawn and the agent answered cancelled. (The broker
-				// has already answered an agent's request itself, before
-				// anything else could: see the audit line below.)
-				withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
-				r := rec
-				r.Decision, r.Source = "cancelled", "cancel"
-				c.RespondCancelledAs(func() { win(r, "") })
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-
+	// One goroutine watches the request until its call ends: the timeout
+	// and the turn's cancel while it is asked, then the call's end, when an
+	// unanswered request gets its line.
 	go func() {
 		defer e.unanswered.Done()
+		e.watchAsked(ctx, withdraw, c, a, params, rec, win)
 		<-c.Context().Done()
 		withdraw(context.Canceled)
 		select {
@@ -273,6 +245,44 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 		writeLine(r)
 	}()
+}
+
+// watchAsked answers a request put to a human when nobody did in time
+// (rejected) or the editor cancelled the turn (cancelled), until ctx ends.
+func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFunc, c held, a *Asker, params permissionParams, rec Record, win func(Record, string)) {
+	var timeout <-chan time.Time
+	if a.Timeout > 0 {
+		t := time.NewTimer(a.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	cancelled := c.SessionCancelled()
+	for {
+		select {
+		case <-timeout:
+			opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
+			withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
+			if ok {
+				r := rec
+				r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
+				r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
+				c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
+			}
+			return
+		case <-cancelled:
+			// The editor cancelled the turn: every prompt of it is
+			// withdrawn and the agent answered cancelled. (The broker
+			// has already answered an agent's request itself, before
+			// anything else could: see its audit line in ask.)
+			withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
+			r := rec
+			r.Decision, r.Source = "cancelled", "cancel"
+			c.RespondCancelledAs(func() { win(r, "") })
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // readOutcome reads a session/request_permission result exactly, as the

@@ -87,7 +87,7 @@ func (a *Audit) Write(r Record) error {
 	if a == nil {
 		return nil
 	}
-	b, err := json.Marshal(r)
+	b, err := json.Marshal(&r) // a pointer: the record is not copied to the heap
 	if err != nil {
 		return err
 	}

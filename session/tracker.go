@@ -888,25 +888,26 @@ func (t *tracker) mergeToolCall(sessionID string, obj json.RawMessage, fromReque
 	}
 	tc.merge(fields)
 	tc.Ambiguous = tc.Ambiguous || ambiguous
-	view := tc.clone()
-	if fromRequest {
-		// A request is judged on the announcement and on what it says
-		// itself: what an earlier request said must not fill in what this
-		// one leaves out.
-		view.Fields = maps.Clone(tc.announced)
-		view.merge(fields)
-		if input := judgedInput(tc.announced["rawInput"], fields["rawInput"]); input != nil {
-			view.Fields["rawInput"] = input
+	if !fromRequest {
+		// Only the agent's updates end a tool call: a request saying it
+		// completed must not make the broker forget what was announced.
+		if status := (&ToolCall{Fields: tc.announced}).String("status"); status == "completed" || status == "failed" {
+			s.forget(id)
 		}
+		// Nothing judges an update: no view of it is made.
+		return nil
+	}
+	// A request is judged on the announcement and on what it says itself:
+	// what an earlier request said must not fill in what this one leaves
+	// out.
+	view := &ToolCall{ID: tc.ID, Fields: maps.Clone(tc.announced), Ambiguous: tc.Ambiguous}
+	view.merge(fields)
+	if input := judgedInput(tc.announced["rawInput"], fields["rawInput"]); input != nil {
+		view.Fields["rawInput"] = input
 	}
 	view.Disagreements = disagreements
 	if len(disagreements) > 0 {
 		view.Announced = maps.Clone(tc.announced)
-	}
-	// Only the agent's updates end a tool call: a request saying it
-	// completed must not make the broker forget what was announced.
-	if status := (&ToolCall{Fields: tc.announced}).String("status"); status == "completed" || status == "failed" {
-		s.forget(id)
 	}
 	return view
 }

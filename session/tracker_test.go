@@ -306,3 +306,20 @@ func TestTrackerJudgesTheAnnouncedShell(t *testing.T) {
 		t.Fatal("a request with less than the announced script agreed")
 	}
 }
+
+// An update is merged into what the broker knows of its tool call, and no
+// copy of the merged view is made for it: only a request's view is judged.
+func TestTrackingAnUpdateMakesNoView(t *testing.T) {
+	tr := newTracker()
+	if view := tr.mergeToolCall("s1", json.RawMessage(`{"sessionUpdate":"tool_call","toolCallId":"c1","kind":"execute","status":"pending","rawInput":{"command":"ls"}}`), false); view != nil {
+		t.Errorf("an update returned a view: %+v", view)
+	}
+	tr.mergeToolCall("s1", json.RawMessage(`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"in_progress"}`), false)
+	got := tr.toolCall("s1", "c1")
+	if got == nil || got.String("status") != "in_progress" || string(got.Fields["rawInput"]) != `{"command":"ls"}` {
+		t.Fatalf("the tracked tool call is %+v", got)
+	}
+	if view := tr.mergeToolCall("s1", json.RawMessage(`{"toolCallId":"c1"}`), true); view == nil || string(view.Fields["rawInput"]) != `{"command":"ls"}` {
+		t.Fatalf("a request's view is %+v", view)
+	}
+}
