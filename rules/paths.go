@@ -395,9 +395,11 @@ var brokerExecutable = sync.OnceValue(func() []string {
 // .acp-broker.toml) or one above it, or a directory that holds a .git or a
 // .acp-broker.toml. Writing into it, or removing it, can reach them.
 func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []string) (string, bool) {
-	lower := strings.ToLower(filepath.Clean(dir))
+	// Cleaned once here, and the bases when built, rather than both in
+	// isAncestor for every base.
+	lower := filepath.Clean(strings.ToLower(filepath.Clean(dir)))
 	for _, base := range pp.bases {
-		if isAncestor(lower, base) {
+		if isCleanAncestor(lower, base) {
 			return base, true
 		}
 	}
