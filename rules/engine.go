@@ -467,8 +467,11 @@ func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleComman
 			if !exists {
 				continue
 			}
-			if pat, ok := p.protected.protects(fv.resolve(abs), writes); ok {
-				return arg, pat, true
+			// A path with no link on it was asked above.
+			if resolved := fv.resolve(abs); resolved != abs {
+				if pat, ok := p.protected.protects(resolved, writes); ok {
+					return arg, pat, true
+				}
 			}
 		}
 	}
@@ -510,7 +513,12 @@ func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleComman
 		if !ok {
 			continue
 		}
-		for _, path := range []string{abs, fv.resolve(abs)} {
+		for i, path := range []string{abs, fv.resolve(abs)} {
+			if i == 1 && path == abs {
+				// No link on the way: asked already, and the view answers
+				// as it did.
+				break
+			}
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
 			}
@@ -556,7 +564,10 @@ func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
 
 // protectedPathIn is protectedPath as the view sees the file system.
 func (p *Policy) protectedPathIn(fv *fileView, pa *PathAccess) (string, bool) {
-	for _, path := range []string{pa.Abs, pa.Resolved} {
+	for i, path := range []string{pa.Abs, pa.Resolved} {
+		if i == 1 && path == pa.Abs {
+			break
+		}
 		if pat, ok := p.protected.protects(path, pa.Write); ok {
 			return pat, true
 		}

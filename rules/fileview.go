@@ -82,6 +82,15 @@ func parentDir(path string) string {
 	return path[:i]
 }
 
+// childPath is filepath.Join of a clean absolute directory and a name
+// without a slash, without cleaning the result again.
+func childPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
 // lstatNow asks the file system. Only a name that is not there, or a
 // directory part that is not a directory, makes the path empty: any other
 // failure (a directory that cannot be searched, an I/O error) says nothing

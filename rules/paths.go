@@ -126,7 +126,8 @@ func absPath(p, cwd, home string) (string, bool) {
 		if home == "" {
 			return "", false
 		}
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		// Join cleans what it joins.
+		return filepath.Join(home, strings.TrimPrefix(p, "~")), true
 	case strings.HasPrefix(p, "~"):
 		// ~user: another user's home, which the broker cannot know.
 		return "", false
@@ -134,7 +135,7 @@ func absPath(p, cwd, home string) (string, bool) {
 		if cwd == "" || !filepath.IsAbs(cwd) {
 			return "", false
 		}
-		p = filepath.Join(cwd, p)
+		return filepath.Join(cwd, p), true
 	}
 	return filepath.Clean(p), true
 }
@@ -454,11 +455,11 @@ func (v *fileView) gitDirectoryAt(path string) (string, bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
-	for dir := filepath.Clean(path); ; dir = filepath.Dir(dir) {
+	for dir := filepath.Clean(path); ; dir = parentDir(dir) {
 		if v.isGitDirectory(dir) {
 			return dir, true
 		}
-		if dir == filepath.Dir(dir) {
+		if dir == "/" {
 			return "", false
 		}
 	}
@@ -470,8 +471,8 @@ func (v *fileView) isGitDirectory(dir string) bool {
 	if is, ok := v.gitDirs[dir]; ok {
 		return is
 	}
-	head, _ := v.lstat(filepath.Join(dir, "HEAD"))
-	is := head && v.isDir(filepath.Join(dir, "objects"))
+	head, _ := v.lstat(childPath(dir, "HEAD"))
+	is := head && v.isDir(childPath(dir, "objects"))
 	if v.gitDirs == nil {
 		v.gitDirs = map[string]bool{}
 	}
