@@ -135,9 +135,19 @@ func absPath(p, cwd, home string) (string, bool) {
 		if cwd == "" || !filepath.IsAbs(cwd) {
 			return "", false
 		}
+		if isName(p) && isCleanAbs(cwd) {
+			// Most arguments are one word: what Join would make of it.
+			return childPath(cwd, p), true
+		}
 		return filepath.Join(cwd, p), true
 	}
 	return filepath.Clean(p), true
+}
+
+// isName reports whether p is one name of a path: not empty, no slash,
+// and not . or ..
+func isName(p string) bool {
+	return p != "" && p != "." && p != ".." && !strings.Contains(p, "/")
 }
 
 // maxLinks bounds symbolic-link resolution, as the kernel does.
@@ -163,7 +173,7 @@ func (v *fileView) resolve(p string) string {
 }
 
 func (v *fileView) followLinks(p string) string {
-	if filepath.IsAbs(p) && filepath.Clean(p) == p && v.unseen(p) > 2 {
+	if isCleanAbs(p) && v.unseen(p) > 2 {
 		// One system call can tell that no name on the way is a link, where
 		// the walk below asks one per name.
 		if free, exists := walkFree(p); free {
@@ -186,7 +196,8 @@ func (v *fileView) followLinks(p string) string {
 			resolved = filepath.Dir(resolved)
 			continue
 		}
-		next := filepath.Join(resolved, name)
+		// resolved is clean and name a name: Join would not change it.
+		next := childPath(resolved, name)
 		exists, link := v.lstat(next)
 		if !exists || !link {
 			resolved = next
@@ -409,9 +420,10 @@ func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []
 			return "the session's directory " + d, true
 		}
 	}
+	dir = filepath.Clean(dir)
 	for _, name := range []string{".git", ProjectFileName} {
-		if exists, _ := v.lstat(filepath.Join(dir, name)); exists {
-			return filepath.Join(dir, name), true
+		if exists, _ := v.lstat(childPath(dir, name)); exists {
+			return childPath(dir, name), true
 		}
 	}
 	return "", false
