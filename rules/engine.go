@@ -548,7 +548,9 @@ func pathCandidates(arg string) []string {
 			out = append(out, arg[i+1:])
 		}
 	}
-	for _, c := range slices.Clone(out) {
+	// range reads out as it is before the loop: what it appends is not
+	// visited again.
+	for _, c := range out {
 		if rest, ok := strings.CutPrefix(c, "@"); ok {
 			out = append(out, rest)
 		}
