@@ -195,3 +195,21 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecideShape reads and decides each of the typical requests alone
+// against 1,000 rules, so that the most expensive shape, which sets the
+// tail of BenchmarkDecide, can be profiled and counted by itself.
+func BenchmarkDecideShape(b *testing.B) {
+	home, cwd := benchSession(b)
+	ctx := Context{Cwd: cwd, Home: home, MCPServers: []string{"github"}}
+	p := benchPolicy(b, 1000, home)
+	names := []string{"compound", "long", "edit", "read", "fetch", "argv", "mcp"}
+	for i, req := range typicalRequests(cwd) {
+		b.Run(names[i], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Decide(ReadToolCallJSON(json.RawMessage(req), ctx))
+			}
+		})
+	}
+}

@@ -467,8 +467,11 @@ func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleComman
 			if !exists {
 				continue
 			}
-			if pat, ok := p.protected.protects(fv.resolve(abs), writes); ok {
-				return arg, pat, true
+			// A path with no link on it was asked above.
+			if resolved := fv.resolve(abs); resolved != abs {
+				if pat, ok := p.protected.protects(resolved, writes); ok {
+					return arg, pat, true
+				}
 			}
 		}
 	}
@@ -510,7 +513,12 @@ func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleComman
 		if !ok {
 			continue
 		}
-		for _, path := range []string{abs, fv.resolve(abs)} {
+		for i, path := range []string{abs, fv.resolve(abs)} {
+			if i == 1 && path == abs {
+				// No link on the way: asked already, and the view answers
+				// as it did.
+				break
+			}
 			if pat, ok := p.protected.protects(path, true); ok {
 				return dest, pat, true
 			}
@@ -540,7 +548,9 @@ func pathCandidates(arg string) []string {
 			out = append(out, arg[i+1:])
 		}
 	}
-	for _, c := range slices.Clone(out) {
+	// range reads out as it is before the loop: what it appends is not
+	// visited again.
+	for _, c := range out {
 		if rest, ok := strings.CutPrefix(c, "@"); ok {
 			out = append(out, rest)
 		}
@@ -556,7 +566,10 @@ func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
 
 // protectedPathIn is protectedPath as the view sees the file system.
 func (p *Policy) protectedPathIn(fv *fileView, pa *PathAccess) (string, bool) {
-	for _, path := range []string{pa.Abs, pa.Resolved} {
+	for i, path := range []string{pa.Abs, pa.Resolved} {
+		if i == 1 && path == pa.Abs {
+			break
+		}
 		if pat, ok := p.protected.protects(path, pa.Write); ok {
 			return pat, true
 		}

@@ -3,7 +3,6 @@ package rules
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -60,7 +59,7 @@ func (v *fileView) note(path string, l nameLookup) {
 // belowEmpty reports whether a directory above a clean absolute path was
 // seen to hold nothing: then the path does not exist either.
 func (v *fileView) belowEmpty(path string) bool {
-	if len(v.names) == 0 || !filepath.IsAbs(path) || filepath.Clean(path) != path {
+	if len(v.names) == 0 || !isCleanAbs(path) {
 		return false
 	}
 	for dir := parentDir(path); ; dir = parentDir(dir) {
@@ -80,6 +79,41 @@ func parentDir(path string) string {
 		return "/"
 	}
 	return path[:i]
+}
+
+// childPath is filepath.Join of a clean directory and a name (isName),
+// without cleaning the result again.
+func childPath(dir, name string) string {
+	switch dir {
+	case "", ".":
+		return name
+	case "/":
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// isCleanAbs reports whether path is absolute and filepath.Clean leaves it
+// as it is: no empty, . or .. name and no trailing slash. It is asked of
+// every path the view looks up, where Clean would copy it to compare.
+func isCleanAbs(path string) bool {
+	if path == "/" {
+		return true
+	}
+	if len(path) < 2 || path[0] != '/' || path[len(path)-1] == '/' {
+		return false
+	}
+	start := 1
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		if name := path[start:i]; name == "" || name == "." || name == ".." {
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 // lstatNow asks the file system. Only a name that is not there, or a

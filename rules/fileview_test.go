@@ -109,3 +109,23 @@ func splitPath(p string) []string {
 	}
 	return out
 }
+
+// FuzzPathShortcuts holds the path helpers that stand in for filepath.Clean
+// and filepath.Join on the per-word path to what those would say.
+func FuzzPathShortcuts(f *testing.F) {
+	for _, s := range []string{"/", "//", "/a", "/a/", "/a/./b", "/a/../b", "/a//b", "/..", "/.", "a", ".", "..", "", "/a/.b", "/a/b..", "/a/..b"} {
+		f.Add(s, "x")
+	}
+	f.Add("/home/u/src", "-la")
+	f.Add(".", "..")
+	f.Fuzz(func(t *testing.T, dir, name string) {
+		if got, want := isCleanAbs(dir), filepath.IsAbs(dir) && filepath.Clean(dir) == dir; got != want {
+			t.Fatalf("isCleanAbs(%q) = %v, want %v", dir, got, want)
+		}
+		if filepath.Clean(dir) == dir && isName(name) {
+			if got, want := childPath(dir, name), filepath.Join(dir, name); got != want {
+				t.Fatalf("childPath(%q, %q) = %q, want %q", dir, name, got, want)
+			}
+		}
+	})
+}

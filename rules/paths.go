@@ -126,7 +126,8 @@ func absPath(p, cwd, home string) (string, bool) {
 		if home == "" {
 			return "", false
 		}
-		p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		// Join cleans what it joins.
+		return filepath.Join(home, strings.TrimPrefix(p, "~")), true
 	case strings.HasPrefix(p, "~"):
 		// ~user: another user's home, which the broker cannot know.
 		return "", false
@@ -134,9 +135,19 @@ func absPath(p, cwd, home string) (string, bool) {
 		if cwd == "" || !filepath.IsAbs(cwd) {
 			return "", false
 		}
-		p = filepath.Join(cwd, p)
+		if isName(p) && isCleanAbs(cwd) {
+			// Most arguments are one word: what Join would make of it.
+			return childPath(cwd, p), true
+		}
+		return filepath.Join(cwd, p), true
 	}
 	return filepath.Clean(p), true
+}
+
+// isName reports whether p is one name of a path: not empty, no slash,
+// and not . or ..
+func isName(p string) bool {
+	return p != "" && p != "." && p != ".." && !strings.Contains(p, "/")
 }
 
 // maxLinks bounds symbolic-link resolution, as the kernel does.
@@ -162,7 +173,7 @@ func (v *fileView) resolve(p string) string {
 }
 
 func (v *fileView) followLinks(p string) string {
-	if filepath.IsAbs(p) && filepath.Clean(p) == p && v.unseen(p) > 2 {
+	if isCleanAbs(p) && v.unseen(p) > 2 {
 		// One system call can tell that no name on the way is a link, where
 		// the walk below asks one per name.
 		if free, exists := walkFree(p); free {
@@ -185,7 +196,8 @@ func (v *fileView) followLinks(p string) string {
 			resolved = filepath.Dir(resolved)
 			continue
 		}
-		next := filepath.Join(resolved, name)
+		// resolved is clean and name a name: Join would not change it.
+		next := childPath(resolved, name)
 		exists, link := v.lstat(next)
 		if !exists || !link {
 			resolved = next
@@ -395,9 +407,11 @@ var brokerExecutable = sync.OnceValue(func() []string {
 // .acp-broker.toml) or one above it, or a directory that holds a .git or a
 // .acp-broker.toml. Writing into it, or removing it, can reach them.
 func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []string) (string, bool) {
-	lower := strings.ToLower(filepath.Clean(dir))
+	// Cleaned once here, and the bases when built, rather than both in
+	// isAncestor for every base.
+	lower := filepath.Clean(strings.ToLower(filepath.Clean(dir)))
 	for _, base := range pp.bases {
-		if isAncestor(lower, base) {
+		if isCleanAncestor(lower, base) {
 			return base, true
 		}
 	}
@@ -406,9 +420,10 @@ func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []
 			return "the session's directory " + d, true
 		}
 	}
+	dir = filepath.Clean(dir)
 	for _, name := range []string{".git", ProjectFileName} {
-		if exists, _ := v.lstat(filepath.Join(dir, name)); exists {
-			return filepath.Join(dir, name), true
+		if exists, _ := v.lstat(childPath(dir, name)); exists {
+			return childPath(dir, name), true
 		}
 	}
 	return "", false
@@ -452,11 +467,11 @@ func (v *fileView) gitDirectoryAt(path string) (string, bool) {
 	if !filepath.IsAbs(path) {
 		return "", false
 	}
-	for dir := filepath.Clean(path); ; dir = filepath.Dir(dir) {
+	for dir := filepath.Clean(path); ; dir = parentDir(dir) {
 		if v.isGitDirectory(dir) {
 			return dir, true
 		}
-		if dir == filepath.Dir(dir) {
+		if dir == "/" {
 			return "", false
 		}
 	}
@@ -468,8 +483,8 @@ func (v *fileView) isGitDirectory(dir string) bool {
 	if is, ok := v.gitDirs[dir]; ok {
 		return is
 	}
-	head, _ := v.lstat(filepath.Join(dir, "HEAD"))
-	is := head && v.isDir(filepath.Join(dir, "objects"))
+	head, _ := v.lstat(childPath(dir, "HEAD"))
+	is := head && v.isDir(childPath(dir, "objects"))
 	if v.gitDirs == nil {
 		v.gitDirs = map[string]bool{}
 	}

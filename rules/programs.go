@@ -503,6 +503,10 @@ func hasOption(arg, o string) bool {
 
 // isAncestor reports whether dir is path or a directory above it.
 func isAncestor(dir, path string) bool {
-	dir, path = filepath.Clean(dir), filepath.Clean(path)
+	return isCleanAncestor(filepath.Clean(dir), filepath.Clean(path))
+}
+
+// isCleanAncestor is isAncestor of two paths already clean.
+func isCleanAncestor(dir, path string) bool {
 	return dir == path || dir == "/" || len(path) > len(dir) && path[len(dir)] == '/' && strings.HasPrefix(path, dir)
 }

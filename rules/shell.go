@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1555,10 +1554,20 @@ type programCheck struct {
 	runs    []hiddenRun
 }
 
-var (
-	pythonName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(python|pypy)[0-9.]*$`) })
-	versionedSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9.]+$`) })
-)
+// versionDigits are what a version suffix is made of (python3.12, perl5.36).
+const versionDigits = "0123456789."
+
+// isPythonName reports whether a program name is python or pypy with a
+// version suffix or none: python, python3, pypy3.10. Every program name is
+// asked, so it is compared by hand rather than with a regexp.
+func isPythonName(program string) bool {
+	for _, name := range []string{"python", "pypy"} {
+		if rest, ok := strings.CutPrefix(program, name); ok && strings.TrimLeft(rest, versionDigits) == "" {
+			return true
+		}
+	}
+	return false
+}
 
 // interpreter describes a program that runs code given on its command line or on stdin.
 type interpreter struct {
@@ -1571,13 +1580,13 @@ type interpreter struct {
 // interpreterOf returns the interpreter a program name names, allowing version suffixes
 // (python3.12, perl5.36, php8.2, lua5.4).
 func interpreterOf(program string) (string, interpreter, bool) {
-	if pythonName().MatchString(program) {
+	if isPythonName(program) {
 		return "python", interpreters["python"], true
 	}
 	if program == "nodejs" {
 		program = "node"
 	}
-	for _, name := range []string{program, versionedSuffix().ReplaceAllString(program, "")} {
+	for _, name := range []string{program, strings.TrimRight(program, versionDigits)} {
 		if spec, ok := interpreters[name]; ok {
 			return name, spec, true
 		}
