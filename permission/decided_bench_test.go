@@ -48,29 +48,8 @@ func BenchmarkDecidedTurn(b *testing.B) {
 // benchTurn plays the editor of prompt turns in which the agent asks
 // permission to run command ("" for none), answering what is forwarded.
 func benchTurn(b *testing.B, command string) {
-	// The broker's own files are protected paths: they are kept apart from
-	// the project, as a user's are.
-	root := b.TempDir()
-	dir, cwd := filepath.Join(root, "broker"), filepath.Join(root, "project")
-	for _, d := range []string{dir, cwd} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	config := filepath.Join(dir, "rules.toml")
-	if err := os.WriteFile(config, []byte(benchRules), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	loc := rules.Locations{User: filepath.Join(dir, "config.toml"), StateDir: filepath.Join(dir, "state"), Home: filepath.Join(dir, "home")}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc, Extra: []string{config}}, dir, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := newBenchFiles(b)
+	dir, cwd, loc, log, src, audit := f.dir, f.cwd, f.loc, f.log, f.src, f.audit
 	src.AuditTo(audit, "bench")
 	engine := &Engine{Rules: src, Audit: audit, Log: log, Agent: "bench", Home: loc.Home, StateDir: loc.StateDir}
 
@@ -146,27 +125,8 @@ func benchTurn(b *testing.B, command string) {
 // directory, Evaluate on the params and the merged tool call, and the
 // audit line.
 func BenchmarkDecide(b *testing.B) {
-	root := b.TempDir()
-	dir, cwd := filepath.Join(root, "broker"), filepath.Join(root, "project")
-	for _, d := range []string{dir, cwd} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	config := filepath.Join(dir, "rules.toml")
-	if err := os.WriteFile(config, []byte(benchRules), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	loc := rules.Locations{User: filepath.Join(dir, "config.toml"), StateDir: filepath.Join(dir, "state"), Home: filepath.Join(dir, "home")}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc, Extra: []string{config}}, dir, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	audit, err := OpenAudit(filepath.Join(dir, "audit.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := newBenchFiles(b)
+	cwd, loc, src, audit := f.cwd, f.loc, f.src, f.audit
 	defer audit.Close()
 	params := json.RawMessage(`{"sessionId":"s1","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow_always","name":"Always Allow","kind":"allow_always"},{"optionId":"allow","name":"Allow","kind":"allow_once"},{"optionId":"reject","name":"Reject","kind":"reject_once"}]}`)
 	toolCall := &session.ToolCall{ID: "t1", Fields: map[string]json.RawMessage{
@@ -264,4 +224,39 @@ func benchAgent(in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
+}
+
+// benchFiles are a broker's files for the benchmarks: its rules (benchRules),
+// state and audit log in one directory, and a project directory apart from
+// it, since the broker's own files are protected paths, as a user's are.
+type benchFiles struct {
+	dir, cwd string
+	loc      rules.Locations
+	log      *slog.Logger
+	src      *RuleSource
+	audit    *Audit
+}
+
+func newBenchFiles(b *testing.B) benchFiles {
+	root := b.TempDir()
+	f := benchFiles{dir: filepath.Join(root, "broker"), cwd: filepath.Join(root, "project")}
+	for _, d := range []string{f.dir, f.cwd} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	config := filepath.Join(f.dir, "rules.toml")
+	if err := os.WriteFile(config, []byte(benchRules), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f.loc = rules.Locations{User: filepath.Join(f.dir, "config.toml"), StateDir: filepath.Join(f.dir, "state"), Home: filepath.Join(f.dir, "home")}
+	f.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	var err error
+	if f.src, _, err = NewRuleSource(rules.LoadOptions{Locations: f.loc, Extra: []string{config}}, f.dir, f.log); err != nil {
+		b.Fatal(err)
+	}
+	if f.audit, err = OpenAudit(filepath.Join(f.dir, "audit.jsonl")); err != nil {
+		b.Fatal(err)
+	}
+	return f
 }
