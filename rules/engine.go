@@ -416,7 +416,7 @@ func (p *Policy) indexed(a action) []*Rule {
 	return append(out, p.anyCmd...)
 }
 
-// protectedArgument finds a command argument that, read as a path, is a
+// protectedArgumentIn finds a command argument that, read as a path, is a
 // protected one, so that an allow rule such as "cat *" does not hand out
 // ~/.ssh/id_rsa, nor a file linked to it. For a program not known to only
 // read (programs.go readers), an argument naming a write-protected path
@@ -426,12 +426,8 @@ func (p *Policy) indexed(a action) []*Rule {
 // directory holding one: `cp -r x .`, `tar xf p.tar -C ~`, `rm -rf ~/.config`.
 // Paths a program finds on its own (grep -r ~, the members of an archive)
 // remain a blind spot.
-func (p *Policy) protectedArgument(req *Request, c *SimpleCommand) (string, string, bool) {
-	return p.protectedArgumentIn(new(fileView), req, c)
-}
-
-// protectedArgumentIn is protectedArgument as the view sees the file
-// system.
+//
+// fv is the request's one view of the file system.
 func (p *Policy) protectedArgumentIn(fv *fileView, req *Request, c *SimpleCommand) (string, string, bool) {
 	if len(c.Argv) == 0 {
 		return "", "", false
@@ -558,13 +554,9 @@ func pathCandidates(arg string) []string {
 	return out
 }
 
-// protectedPath reports which protected pattern, or git repository for a
+// protectedPathIn reports which protected pattern, or git repository for a
 // write, covers a path the request accesses, as given or resolved.
-func (p *Policy) protectedPath(pa *PathAccess) (string, bool) {
-	return p.protectedPathIn(new(fileView), pa)
-}
-
-// protectedPathIn is protectedPath as the view sees the file system.
+// fv is the request's one view of the file system.
 func (p *Policy) protectedPathIn(fv *fileView, pa *PathAccess) (string, bool) {
 	for i, path := range []string{pa.Abs, pa.Resolved} {
 		if i == 1 && path == pa.Abs {

@@ -141,20 +141,22 @@ func bypassable(v Verdict) bool {
 // outright.
 func (p *Policy) Protected(req *Request) (string, bool) {
 	// Arguments first: the one a command names says more than the
-	// directory it runs in.
+	// directory it runs in. One view of the file system for the whole
+	// request, as Decide has.
+	fv := new(fileView)
 	if req.Script != nil {
 		for i := range req.Script.Commands {
 			c := &req.Script.Commands[i]
 			if n := c.Normalized(); len(n) > 0 && n[0] == "acp-broker" {
 				return "acp-broker's own commands change what agents may do", true
 			}
-			if arg, pat, ok := p.protectedArgument(req, c); ok {
+			if arg, pat, ok := p.protectedArgumentIn(fv, req, c); ok {
 				return fmt.Sprintf("argument %q names a protected path (%s)", arg, pat), true
 			}
 		}
 	}
 	for i := range req.Paths {
-		if pat, ok := p.protectedPath(&req.Paths[i]); ok {
+		if pat, ok := p.protectedPathIn(fv, &req.Paths[i]); ok {
 			return fmt.Sprintf("%s is a protected path (%s)", req.Paths[i].Abs, pat), true
 		}
 	}

@@ -409,7 +409,8 @@ var brokerExecutable = sync.OnceValue(func() []string {
 func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []string) (string, bool) {
 	// Cleaned once here, and the bases when built, rather than both in
 	// isAncestor for every base.
-	lower := filepath.Clean(strings.ToLower(filepath.Clean(dir)))
+	dir = filepath.Clean(dir)
+	lower := strings.ToLower(dir)
 	for _, base := range pp.bases {
 		if isCleanAncestor(lower, base) {
 			return base, true
@@ -420,7 +421,6 @@ func (pp *protectedPaths) holdsProtected(v *fileView, dir string, sessionDirs []
 			return "the session's directory " + d, true
 		}
 	}
-	dir = filepath.Clean(dir)
 	for _, name := range []string{".git", ProjectFileName} {
 		if exists, _ := v.lstat(childPath(dir, name)); exists {
 			return childPath(dir, name), true

@@ -140,12 +140,11 @@ func ReadToolCall(fields map[string]json.RawMessage, ctx Context) *Request {
 func readToolCall(fields map[string]json.RawMessage, ctx Context, checked bool) *Request {
 	r := &Request{ctx: ctx, reading: new(fileView)}
 	defer func() { r.reading = nil }()
-	for k, v := range fields {
-		if checked {
-			break
-		}
-		if err := checkStrict(v); err != nil {
-			r.notUnderstood("%s: %v", k, err)
+	if !checked {
+		for k, v := range fields {
+			if err := checkStrict(v); err != nil {
+				r.notUnderstood("%s: %v", k, err)
+			}
 		}
 	}
 	r.Kind = r.stringField(fields, "kind")
