@@ -4,7 +4,7 @@
 # and every performance target, each marked pass or FAIL with its formula.
 # Needs only the Go toolchain (Linux).
 #
-#   bench/run.sh                        # 5 repetitions, about 4 to 5 minutes
+#   bench/run.sh                        # 5 repetitions, about 3 minutes on 2 cores
 #   BENCH_COUNT=3 BENCH_TIME=1s bench/run.sh
 #   BENCH_OUT=bench.txt bench/run.sh    # also keep the raw `go test` output
 #   ACP_BROKER_BENCH_BINARY=/path/to/acp-broker bench/run.sh   # measure that build
