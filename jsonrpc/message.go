@@ -802,16 +802,11 @@ func specials(w uint64) uint64 {
 	return marks & tops
 }
 
-// escapeLen returns the length of the escape at the start of b, or 0 when
-// it is not one.
+// escapeLen returns the length of the \u escape at the start of b, or 0
+// when it is not one: its caller has taken the two-byte escapes
+// (shortEscape).
 func escapeLen(b []byte) int {
-	if len(b) < 2 {
-		return 0
-	}
-	switch b[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return 2
-	case 'u':
+	if len(b) >= 2 && b[1] == 'u' {
 		if _, ok := hex4(b[2:]); ok {
 			return 6
 		}
