@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,8 +41,20 @@ type Prompt struct {
 	URLs     []string `json:"urls,omitempty"`
 	MCP      string   `json:"mcp,omitempty"`
 	// Reason says why the broker asks.
-	Reason  string   `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Options are the answers a permission request offers; a question has
+	// none.
 	Options []Option `json:"options"`
+	// Message, Mode, RequestedSchema, URL and ElicitationID are set for a
+	// question, an agent's elicitation/create, as the agent sent them:
+	// Mode is "form" (RequestedSchema says the fields) or "url" (the human
+	// consents to open URL, which is never fetched). Its answer is an
+	// Answer's Action and Content.
+	Message         string          `json:"message,omitempty"`
+	Mode            string          `json:"mode,omitempty"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitationId,omitempty"`
 	// Deadline is when the request will be rejected unanswered; zero for
 	// none.
 	Deadline time.Time `json:"deadline,omitzero"`
@@ -67,12 +80,24 @@ func Digest(request []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// IsQuestion reports whether the prompt is a question (an elicitation)
+// rather than a permission request.
+func (p Prompt) IsQuestion() bool { return p.Mode != "" }
+
 // Answer is a human's answer, as a channel brought it back.
 type Answer struct {
-	// OptionID is the chosen option; it is always one of the prompt's.
+	// OptionID is the chosen option of a permission request; it is always
+	// one of the prompt's.
 	OptionID string
-	Channel  string // which channel answered
-	Who      string // who answered, where the channel knows
+	// Action answers a question: "accept", "decline" or "cancel". Content
+	// is, for an accepted form, the fields' values as the text of a JSON
+	// object (a string keeps Answer comparable), which the channel has
+	// checked against the prompt's RequestedSchema (and the broker checks
+	// again).
+	Action  string
+	Content string
+	Channel string // which channel answered
+	Who     string // who answered, where the channel knows
 }
 
 // Channel shows prompts somewhere and brings back answers.
