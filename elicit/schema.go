@@ -38,9 +38,9 @@ type Field struct {
 	// a multi-select's items (items.enum, or items.anyOf with titles).
 	Choices []Choice
 	// Format is a string's: "email", "uri", "date" or "date-time".
-	Format                                 string
+	Format                                   string
 	MinLength, MaxLength, MinItems, MaxItems *int
-	Minimum, Maximum                       *float64
+	Minimum, Maximum                         *float64
 	// Default is the schema's default for the field, kept only when it is
 	// itself a valid value of the field (ACP drops an invalid default).
 	Default json.RawMessage
