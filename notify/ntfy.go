@@ -591,7 +591,11 @@ const channelRetractTimeout = 5 * time.Second
 func retractionText(cause error) string {
 	var o *Outcome
 	if errors.As(cause, &o) {
-		decision := map[string]string{"allow": "allowed", "deny": "rejected", "cancelled": "cancelled"}[o.Decision]
+		decision := map[string]string{
+			"allow": "allowed", "deny": "rejected", "cancelled": "cancelled",
+			// A question's actions.
+			"accept": "accepted", "decline": "declined", "cancel": "cancelled",
+		}[o.Decision]
 		if decision == "" {
 			decision = o.Decision
 		}
