@@ -174,6 +174,15 @@ func TestValidate(t *testing.T) {
 		{"minus zero number", `{"target":"staging","replicas":1,"ratio":-0}`, ""},
 		{"number at its lower bound", `{"target":"staging","replicas":1,"confirm":false,"ratio":-0.5}`, ""},
 
+		{"escaped surrogate pair", `{"target":"staging","replicas":1,"notes":"\ud83d\ude00"}`, ""},
+		{"escapes", `{"t\u0061rget":"st\u0061ging","replicas":1,"notes":"\"\\\/\n"}`, ""},
+
+		{"lone high surrogate", `{"target":"staging","replicas":1,"notes":"\ud83d"}`, "lone surrogate"},
+		{"lone high surrogate before text", `{"target":"staging","replicas":1,"notes":"\ud83dabcdef"}`, "lone surrogate"},
+		{"lone low surrogate", `{"target":"staging","replicas":1,"notes":"\ude00"}`, "lone surrogate"},
+		{"two high surrogates", `{"target":"staging","replicas":1,"notes":"\ud83d\ud83d"}`, "lone surrogate"},
+		{"invalid UTF-8", "{\"target\":\"staging\",\"replicas\":1,\"notes\":\"\xff\"}", "invalid UTF-8"},
+		{"invalid UTF-8 choice", "{\"target\":\"staging\xff\",\"replicas\":1}", "invalid UTF-8"},
 		{"not an object", `["target"]`, "not a JSON object"},
 		{"null", `null`, "not a JSON object"},
 		{"string", `"x"`, "not a JSON object"},

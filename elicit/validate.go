@@ -3,6 +3,7 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/mail"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -29,7 +31,8 @@ func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field
 // value has its field's type (an integer written as one, a number a double
 // holds), is one of its choices, has its format, and lies within its
 // lengths (in characters), bounds and item counts, with no item picked
-// twice. The error names the field and what was expected.
+// twice; a string is valid UTF-8 and escapes no lone surrogate. The error
+// names the field and what was expected.
 func (f *Form) Validate(content json.RawMessage) error {
 	if err := jsonrpc.Strict(content); err != nil {
 		return fmt.Errorf("content: %w", err)
@@ -228,11 +231,60 @@ func jsonString(v json.RawMessage) (string, error) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", fmt.Errorf("expected a string, got %s", shortJSON(v))
 	}
+	if !wellFormed(v) {
+		return "", errors.New("a string with invalid UTF-8 or a lone surrogate escape, which readers decode differently")
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", fmt.Errorf("expected a string: %w", err)
 	}
 	return s, nil
+}
+
+// wellFormed reports whether a JSON string literal is valid UTF-8 and
+// escapes no lone UTF-16 surrogate: encoding/json reads either as U+FFFD,
+// JavaScript keeps a lone surrogate as it is, so the broker's value and the
+// agent's could differ.
+func wellFormed(lit json.RawMessage) bool {
+	if !utf8.Valid(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(lit) || lit[i] != 'u' {
+			continue // a two-character escape
+		}
+		r, ok := hex4(lit[i+1:])
+		if !ok {
+			return false
+		}
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r >= 0xDC00:
+			return false // a low surrogate first
+		case utf16.IsSurrogate(r):
+			if i+6 >= len(lit) || lit[i+1] != '\\' || lit[i+2] != 'u' {
+				return false
+			}
+			low, ok := hex4(lit[i+3:])
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // shortJSON shows a value in an error: quoted so that it cannot fake a line,
