@@ -114,7 +114,6 @@ func TestParseSchemaRefusesWhatItCannotCheck(t *testing.T) {
 		{"enumNames mismatch", `{"properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["X", "Y"]}}}`, "enumNames"},
 		{"required unknown", `{"properties": {"a": {"type": "string"}}, "required": ["b"]}`, `"b" is not among`},
 		{"required not a list", `{"properties": {}, "required": "a"}`, "required is not a list"},
-		{"title not a string", `{"properties": {"a": {"type": "string", "title": 3}}}`, "title is not a string"},
 		{"trailing data", `{"properties": {}} {}`, "requestedSchema"},
 		{"property not an object", `{"properties": {"a": "string"}}`, `field "a"`},
 	} {
@@ -147,6 +146,15 @@ func TestParseSchemaAcceptsWhatAgentsSend(t *testing.T) {
 	form := mustForm(t, `{"properties":{"c":{"type":"string","enum":["r","g"],"enumNames":["Red","Green"]}}}`)
 	if got := form.Fields[0].Choices[1]; got != (Choice{Value: "g", Title: "Green"}) {
 		t.Errorf("enumNames choice %+v", got)
+	}
+}
+
+// Titles and descriptions only describe: one that is not a string counts
+// as none, as ACP reads them.
+func TestParseSchemaDropsAnInvalidAnnotation(t *testing.T) {
+	form := mustForm(t, `{"title":{"x":1},"description":7,"properties":{"a":{"type":"string","title":3,"description":["d"],"oneOf":[{"const":"v","title":"V","description":false}]}}}`)
+	if form.Title != "" || form.Description != "" || form.Fields[0].Title != "" || form.Fields[0].Description != "" || form.Fields[0].Choices[0] != (Choice{Value: "v", Title: "V"}) {
+		t.Errorf("form %+v", form)
 	}
 }
 
@@ -335,5 +343,29 @@ func TestContentValueBeatsTitle(t *testing.T) {
 	got, err := form.Content(map[string][]string{"c": {"b"}})
 	if err != nil || string(got) != `{"c":"b"}` {
 		t.Fatalf("Content = %s, %v", got, err)
+	}
+}
+
+// A Field made by hand, without ParseSchema, is checked by its exported
+// bounds.
+func TestValidateAFormMadeByHand(t *testing.T) {
+	lo, hi := 1.0, 3.0
+	form := &Form{Fields: []Field{{Name: "n", Type: "integer", Required: true, Minimum: &lo, Maximum: &hi}}}
+	for content, ok := range map[string]bool{`{"n":1}`: true, `{"n":3}`: true, `{"n":0}`: false, `{"n":4}`: false} {
+		if err := form.Validate(json.RawMessage(content)); (err == nil) != ok {
+			t.Errorf("Validate(%s) = %v", content, err)
+		}
+	}
+}
+
+// An integer's bounds are compared as the integers they are, not as
+// doubles (which cannot tell 2^53 from 2^53+1).
+func TestValidateIntegerBoundsExactly(t *testing.T) {
+	form := mustForm(t, `{"properties":{"n":{"type":"integer","maximum":9007199254740992}}}`)
+	if err := form.Validate(json.RawMessage(`{"n":9007199254740993}`)); err == nil {
+		t.Error("2^53+1 accepted under a maximum of 2^53")
+	}
+	if err := form.Validate(json.RawMessage(`{"n":9007199254740992}`)); err != nil {
+		t.Errorf("2^53 refused: %v", err)
 	}
 }

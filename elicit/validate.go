@@ -80,11 +80,17 @@ func (f *Field) check(v json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf("expected an integer, got %s: %w", shortJSON(v), err)
 		}
-		if f.minInt != nil && n < *f.minInt {
+		// The bounds as the schema wrote them where ParseSchema kept
+		// them; else (a Field made by hand) as doubles.
+		switch {
+		case f.minInt != nil && n < *f.minInt:
 			return fmt.Errorf("%d is below the minimum %d", n, *f.minInt)
-		}
-		if f.maxInt != nil && n > *f.maxInt {
+		case f.minInt == nil && f.Minimum != nil && float64(n) < *f.Minimum:
+			return fmt.Errorf("%d is below the minimum %v", n, *f.Minimum)
+		case f.maxInt != nil && n > *f.maxInt:
 			return fmt.Errorf("%d is above the maximum %d", n, *f.maxInt)
+		case f.maxInt == nil && f.Maximum != nil && float64(n) > *f.Maximum:
+			return fmt.Errorf("%d is above the maximum %v", n, *f.Maximum)
 		}
 	case "number":
 		x, err := parseNumber(v)
