@@ -180,6 +180,8 @@ func TestValidate(t *testing.T) {
 			"day":"2026-02-28","at":"2026-12-01T17:30:00.5+01:00"}`, ""},
 		{"whitespace around", " \n{ \"target\" : \"staging\" , \"replicas\" : 1 }\n", ""},
 		{"minus zero number", `{"target":"staging","replicas":1,"ratio":-0}`, ""},
+		{"formats at their plainest", `{"target":"staging","replicas":1,"mail":"x!#$%&'*+-/=?^_{|}~.y@a-b.example.org","site":"urn:isbn:0451450523","day":"2024-02-29","at":"2026-12-01T17:30:00-23:59"}`, ""},
+		{"uri with an IP literal", `{"target":"staging","replicas":1,"site":"http://[::1]:8080/a?b#c"}`, ""},
 		{"number at its lower bound", `{"target":"staging","replicas":1,"confirm":false,"ratio":-0.5}`, ""},
 
 		{"escaped surrogate pair", `{"target":"staging","replicas":1,"notes":"\ud83d\ude00"}`, ""},
@@ -236,6 +238,23 @@ func TestValidate(t *testing.T) {
 		{"date short", `{"target":"staging","replicas":1,"day":"2026-2-3"}`, "not a valid date"},
 		{"date-time without zone", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00"}`, "not a valid date and time"},
 		{"date for date-time", `{"target":"staging","replicas":1,"at":"2026-12-01"}`, "not a valid date and time"},
+		{"date-time with a comma", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00,5Z"}`, "not a valid date and time"},
+		{"date-time with a one-digit hour", `{"target":"staging","replicas":1,"at":"2026-12-01T7:30:00Z"}`, "not a valid date and time"},
+		{"date-time offset past 23", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00+24:00"}`, "not a valid date and time"},
+		{"date-time offset without colon", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00+0100"}`, "not a valid date and time"},
+		{"date-time fraction without digits", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00.Z"}`, "not a valid date and time"},
+		{"date-time hour 24", `{"target":"staging","replicas":1,"at":"2026-12-01T24:00:00Z"}`, "not a valid date and time"},
+		{"date with a sign", `{"target":"staging","replicas":1,"day":"+2026-02-03"}`, "not a valid date"},
+		{"email at a dotless domain", `{"target":"staging","replicas":1,"mail":"a@localhost"}`, "not a valid email"},
+		{"email with two dots", `{"target":"staging","replicas":1,"mail":"a..b@example.com"}`, "not a valid email"},
+		{"email not ASCII", `{"target":"staging","replicas":1,"mail":"é@example.com"}`, "not a valid email"},
+		{"email quoted", `{"target":"staging","replicas":1,"mail":"\"a b\"@example.com"}`, "not a valid email"},
+		{"email with an underscore domain", `{"target":"staging","replicas":1,"mail":"a@exa_mple.com"}`, "not a valid email"},
+		{"email with a hyphen-ended label", `{"target":"staging","replicas":1,"mail":"a@example-.com"}`, "not a valid email"},
+		{"email with two at signs", `{"target":"staging","replicas":1,"mail":"a@b@example.com"}`, "not a valid email"},
+		{"uri with two hashes", `{"target":"staging","replicas":1,"site":"a:b#c#d"}`, "not a valid absolute URI"},
+		{"uri with brackets in the path", `{"target":"staging","replicas":1,"site":"http://a/b[c]"}`, "not a valid absolute URI"},
+		{"uri with a bad port", `{"target":"staging","replicas":1,"site":"http://a:b/"}`, "not a valid absolute URI"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := form.Validate(json.RawMessage(tc.content))

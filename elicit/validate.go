@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/mail"
 	"net/url"
 	"slices"
 	"strconv"
@@ -180,24 +179,109 @@ var formatName = map[string]string{
 	"date-time": "date and time (RFC 3339, e.g. 2026-12-01T17:30:00Z)",
 }
 
-// hasFormat checks a string format as JSON Schema defines it: email an
-// RFC 5322 address alone (no display name), uri an absolute RFC 3986 URI,
-// date an RFC 3339 full-date, date-time an RFC 3339 date-time.
+// hasFormat checks a string format as JSON Schema defines it, in the
+// plain form every common reader accepts (Go's own parsers take more: a
+// one-digit hour, a "," before the fraction, an offset of +24:00, a display
+// name or a dotless domain in an address):
+//   - email: an RFC 5321 mailbox of ASCII dot-atoms, at a domain of two or
+//     more host names' labels (no quoted local part, no address literal);
+//   - uri: an absolute RFC 3986 URI;
+//   - date: an RFC 3339 full-date, a day that exists;
+//   - date-time: an RFC 3339 date-time with "T", "Z" or a ±hh:mm offset,
+//     and no leap second.
 func hasFormat(s, format string) bool {
 	switch format {
 	case "email":
-		addr, err := mail.ParseAddress(s)
-		return err == nil && addr.Name == "" && addr.Address == s
+		return isEmail(s)
 	case "uri":
 		return isAbsoluteURI(s)
 	case "date":
-		_, err := time.Parse(time.DateOnly, s)
-		return err == nil && len(s) == len(time.DateOnly)
+		return isDate(s)
 	case "date-time":
-		_, err := time.Parse(time.RFC3339Nano, s)
-		return err == nil
+		return isDateTime(s)
 	}
 	return false
+}
+
+func isDate(s string) bool {
+	if !digitsAt(s, "dddd-dd-dd") {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+func isDateTime(s string) bool {
+	const shape = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(shape) || !digitsAt(s[:len(shape)], shape) {
+		return false
+	}
+	rest := s[len(shape):]
+	if rest != "" && rest[0] == '.' {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false // a "." without digits
+		}
+		rest = rest[n:]
+	}
+	switch {
+	case rest == "Z":
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && digitsAt(rest[1:], "dd:dd"):
+		if rest[1:3] > "23" || rest[4:6] > "59" {
+			return false
+		}
+	default:
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// digitsAt reports whether s has the shape: 'd' a decimal digit, any other
+// byte itself.
+func digitsAt(s, shape string) bool {
+	if len(s) != len(shape) {
+		return false
+	}
+	for i := range len(s) {
+		if shape[i] == 'd' && (s[i] < '0' || s[i] > '9') || shape[i] != 'd' && s[i] != shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	if !ok || len(local) > 64 || len(domain) > 253 {
+		return false
+	}
+	for _, atom := range strings.Split(local, ".") {
+		if atom == "" || strings.ContainsFunc(atom, func(r rune) bool { return !isAtext(r) }) {
+			return false
+		}
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, label := range labels {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.ContainsFunc(label, func(r rune) bool { return !isAlnum(r) && r != '-' }) {
+			return false
+		}
+	}
+	return true
+}
+
+// isAtext reports whether r may stand in an RFC 5322 atom.
+func isAtext(r rune) bool { return isAlnum(r) || strings.ContainsRune("!#$%&'*+-/=?^_`{|}~", r) }
+
+func isAlnum(r rune) bool {
+	return r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z' || r >= '0' && r <= '9')
 }
 
 // isAbsoluteURI checks RFC 3986's URI: a scheme, and only characters a URI
@@ -225,8 +309,18 @@ func isAbsoluteURI(s string) bool {
 			return false
 		}
 	}
+	if strings.Count(s, "#") > 1 {
+		return false // a fragment cannot hold "#"
+	}
 	u, err := url.Parse(s)
-	return err == nil && u.Scheme != ""
+	if err != nil || u.Scheme == "" {
+		return false
+	}
+	// Brackets may only enclose an IP literal host.
+	if strings.ContainsAny(s, "[]") && (strings.Count(s, "[") != 1 || strings.Count(s, "]") != 1 || !strings.HasPrefix(u.Host, "[")) {
+		return false
+	}
+	return true
 }
 
 func isHex(c byte) bool {
