@@ -388,3 +388,18 @@ func TestValidateIntegerBoundsExactly(t *testing.T) {
 		t.Errorf("2^53 refused: %v", err)
 	}
 }
+
+// A schema's errors show its values on one line that shows what they
+// hold: the agent's text cannot fake a line of its own in a log.
+func TestParseSchemaErrorsAreOneLine(t *testing.T) {
+	for _, schema := range []string{
+		"{\"properties\":{\"a\":{\"type\":[\n\"string\",\n\"x\u202e\"\n]}}}",
+		"{\"type\":\"obj\u202eect\"}",
+		"{\"required\":{\n\"a\":1}}",
+	} {
+		_, err := ParseSchema(json.RawMessage(schema))
+		if err == nil || strings.ContainsAny(err.Error(), "\n\u202e") {
+			t.Errorf("ParseSchema(%q) = %q, want an error on one line without the override", schema, err)
+		}
+	}
+}

@@ -101,12 +101,12 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 	if t, ok := present(top, "type"); ok {
 		var s string
 		if json.Unmarshal(t, &s) != nil || s != "object" {
-			return nil, fmt.Errorf("requestedSchema: type is %s, not \"object\"", t)
+			return nil, fmt.Errorf("requestedSchema: type is %s, not \"object\"", shortJSON(t))
 		}
 	}
 	form.Title, form.Description = annotation(top, "title"), annotation(top, "description")
 	if extra, ok := top["additionalProperties"]; ok && !bytes.Equal(bytes.TrimSpace(extra), []byte("false")) {
-		return nil, fmt.Errorf("requestedSchema: additionalProperties is %s: only false (no other names) can be checked", extra)
+		return nil, fmt.Errorf("requestedSchema: additionalProperties is %s: only false (no other names) can be checked", shortJSON(extra))
 	}
 	if props, ok := top["properties"]; ok && !isNull(props) {
 		names, values, err := orderedMembers(props)
@@ -124,7 +124,7 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 	if req, ok := top["required"]; ok && !isNull(req) {
 		var names []string
 		if err := json.Unmarshal(req, &names); err != nil {
-			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", req)
+			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", shortJSON(req))
 		}
 		for _, name := range names {
 			i := slices.IndexFunc(form.Fields, func(f Field) bool { return f.Name == name })
@@ -209,7 +209,7 @@ func (f *Field) parseString(obj map[string]json.RawMessage, where string) error 
 	case hasEnum:
 		var values, titles []string
 		if err := json.Unmarshal(enum, &values); err != nil {
-			return fmt.Errorf("%s: enum is not a list of strings: %s", where, enum)
+			return fmt.Errorf("%s: enum is not a list of strings: %s", where, shortJSON(enum))
 		}
 		if hasNames {
 			// Older MCP servers title an enum this way.
@@ -248,7 +248,7 @@ func (f *Field) parseNumberBounds(obj map[string]json.RawMessage, where string) 
 		if f.Type == "integer" {
 			n, err := parseInteger(raw)
 			if err != nil {
-				return fmt.Errorf("%s: %s %s: %w", where, bound.name, raw, err)
+				return fmt.Errorf("%s: %s %s: %w", where, bound.name, shortJSON(raw), err)
 			}
 			x := float64(n)
 			*bound.i, *bound.f = &n, &x
@@ -256,7 +256,7 @@ func (f *Field) parseNumberBounds(obj map[string]json.RawMessage, where string) 
 		}
 		x, err := parseNumber(raw)
 		if err != nil {
-			return fmt.Errorf("%s: %s %s: %w", where, bound.name, raw, err)
+			return fmt.Errorf("%s: %s %s: %w", where, bound.name, shortJSON(raw), err)
 		}
 		*bound.f = &x
 	}
@@ -283,7 +283,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 		// choice twice is no answer.
 		var b bool
 		if json.Unmarshal(u, &b) != nil {
-			return fmt.Errorf("%s: uniqueItems is not a boolean: %s", where, u)
+			return fmt.Errorf("%s: uniqueItems is not a boolean: %s", where, shortJSON(u))
 		}
 	}
 	items, ok := present(obj, "items")
@@ -298,7 +298,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 	if t, ok := present(it, "type"); ok {
 		var s string
 		if json.Unmarshal(t, &s) != nil || s != "string" {
-			return fmt.Errorf("%s: type %s is not \"string\"", where, t)
+			return fmt.Errorf("%s: type %s is not \"string\"", where, shortJSON(t))
 		}
 	}
 	enum, hasEnum := present(it, "enum")
@@ -309,7 +309,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 	case hasEnum:
 		var values []string
 		if err := json.Unmarshal(enum, &values); err != nil {
-			return fmt.Errorf("%s: enum is not a list of strings: %s", where, enum)
+			return fmt.Errorf("%s: enum is not a list of strings: %s", where, shortJSON(enum))
 		}
 		for _, v := range values {
 			f.Choices = append(f.Choices, Choice{Value: v})
@@ -327,7 +327,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 func parseOptions(raw json.RawMessage, where string) ([]Choice, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("%s: not a list: %s", where, raw)
+		return nil, fmt.Errorf("%s: not a list: %s", where, shortJSON(raw))
 	}
 	var choices []Choice
 	for i, item := range list {
@@ -420,7 +420,7 @@ func orNothing(v json.RawMessage) string {
 	if v == nil {
 		return "(none)"
 	}
-	return string(v)
+	return shortJSON(v)
 }
 
 // annotation reads a title or description, which only describe: as ACP
@@ -440,7 +440,7 @@ func optionalString(obj map[string]json.RawMessage, name, where string) (string,
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", fmt.Errorf("%s: %s is not a string: %s", where, name, v)
+		return "", fmt.Errorf("%s: %s is not a string: %s", where, name, shortJSON(v))
 	}
 	return s, nil
 }
@@ -460,7 +460,7 @@ func optionalCount(obj map[string]json.RawMessage, name, where string, limit int
 	}
 	n, err := parseInteger(v)
 	if err != nil || n < 0 || n > limit {
-		return nil, fmt.Errorf("%s: %s %s is not a whole number from 0 to %d", where, name, v, limit)
+		return nil, fmt.Errorf("%s: %s %s is not a whole number from 0 to %d", where, name, shortJSON(v), limit)
 	}
 	c := int(n)
 	return &c, nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -387,11 +388,16 @@ func hex4(b []byte) (rune, bool) {
 	return rune(n), err == nil
 }
 
-// shortJSON shows a value in an error: quoted so that it cannot fake a line,
-// and cut.
+// shortJSON shows a JSON value in an error: compact, cut to 40 bytes, and
+// quoted when it holds a character that would not show as itself, so that
+// the agent's text cannot break or fake a line.
 func shortJSON(v json.RawMessage) string {
 	const limit = 40
+	var compact bytes.Buffer
 	s := string(v)
+	if json.Compact(&compact, v) == nil {
+		s = compact.String()
+	}
 	if len(s) > limit {
 		cut := limit
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -399,5 +405,8 @@ func shortJSON(v json.RawMessage) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return strconv.Quote(s)
+	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) {
+		return strconv.QuoteToASCII(s)
+	}
+	return s
 }
