@@ -148,7 +148,7 @@ var readmeSkips = []struct {
 	{regexp.MustCompile(`^\./test\.sh\b`), "runs the whole test suite, this test included"},
 	{regexp.MustCompile(`^go test `), "runs fuzzing or benchmarks of the suite this test is part of"},
 	{regexp.MustCompile(`^bash bench/run\.sh\b`), "runs the benchmarks: minutes of full load, measured, not checked"},
-	{regexp.MustCompile(`^go install \./`), "compiles the binary again, which is what building this test did: the commands here run that same main package as acp-broker"},
+	{regexp.MustCompile(`^go install \./`), "compiles the whole binary once more and installs it into the user's GOPATH/bin; the commands here run the same main package, as this test binary, under the name acp-broker"},
 	{regexp.MustCompile(`(^| )-- `), "starts a real agent, which needs its own login or API key (and, through npx, the npm registry)"},
 	{regexp.MustCompile(`\b(ID|SERVER|TOOL)\b`), "a synopsis: ID, SERVER and TOOL stand for what a running session has shown"},
 }
