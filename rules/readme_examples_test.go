@@ -60,6 +60,10 @@ command = "git push --force *"
 		{"codex rg", codex, `{"kind":"search","rawInput":{"command":["/bin/bash","-lc","rg TODO src"],"cwd":"/work/repo"}}`, Allow},
 		{"codex cat .env", codex, `{"kind":"read","rawInput":{"command":["/bin/bash","-lc","cat .env"],"cwd":"/work/repo"}}`, Ask},
 		{"codex npm install", codex, `{"kind":"execute","rawInput":{"command":["/bin/bash","-lc","npm install left-pad"],"cwd":"/work/repo"}}`, Deny},
+		// codex-acp 2.x sends the command as a string, the shell prefix stripped.
+		{"codex 2.x rg", codex, `{"kind":"search","rawInput":{"command":"rg TODO src","cwd":"/work/repo"}}`, Allow},
+		{"codex 2.x cat .env", codex, `{"kind":"read","rawInput":{"command":"cat .env","cwd":"/work/repo"}}`, Ask},
+		{"codex 2.x npm install", codex, `{"kind":"execute","rawInput":{"command":"npm install left-pad","cwd":"/work/repo"}}`, Deny},
 		{"gemini git log", gemini, `{"kind":"execute","title":"git log --oneline"}`, Allow},
 		{"gemini force push", gemini, `{"kind":"execute","title":"git status; git push --force"}`, Deny},
 		{"gemini other", gemini, `{"kind":"execute","title":"make"}`, Ask},

@@ -44,12 +44,32 @@ func TestDemoBrokerDecides(t *testing.T) {
 	sameMessages(t, "the transcript's messages to and from the editor", brokered.Editor, editorSide)
 
 	// The "always" answer to call_4 was remembered as one entry, which then
-	// answered call_5.
+	// answered call_5. The transcript says so on the line of that answer,
+	// not on the request's.
 	id := rememberedAs(t, brokered, "call_4")
-	if !slices.ContainsFunc(editorSide, func(e demo.Entry) bool {
-		return strings.Contains(string(e.Raw), `"toolCallId":"call_4"`) && strings.HasSuffix(e.Note, "; remembered as "+id)
-	}) {
-		t.Errorf("the transcript does not say that call_4's answer was remembered as %s:\n%s", id, lines(editorSide))
+	for _, e := range brokered.Entries {
+		if strings.Contains(e.Note, "remembered as") && e.From != demo.Editor {
+			t.Errorf("a line other than the editor's answer says what was remembered: %s → %s %s — %s", e.From, e.To, e.Raw, e.Note)
+		}
+	}
+
+	// The editor was asked exactly what demo --help says it is asked.
+	var asked []string
+	for _, e := range brokered.Editor {
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				ToolCall struct {
+					Title string `json:"title"`
+				} `json:"toolCall"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(e.Raw, &m) == nil && m.Method == "session/request_permission" {
+			asked = append(asked, m.Params.ToolCall.Title)
+		}
+	}
+	if want := demo.EditorAsked(); !slices.Equal(asked, want) {
+		t.Errorf("the editor was asked about %q, want %q (demo.EditorAsked, which demo --help shows)", asked, want)
 	}
 
 	always, once := alwaysAnswer(t, direct.Editor)
@@ -62,7 +82,7 @@ func TestDemoBrokerDecides(t *testing.T) {
 		{demo.Broker, demo.Agent, decided[1], regexp.QuoteMeta("allowed by rule git-status: reading the repository's state is harmless")},
 		{demo.Agent, demo.Broker, decided[2], ""},
 		{demo.Broker, demo.Agent, decided[3], regexp.QuoteMeta("denied by rule no-force-push: force pushes rewrite shared history")},
-		{demo.Editor, demo.Broker, always, alwaysNote},
+		{demo.Editor, demo.Broker, always, alwaysNote + regexp.QuoteMeta("; remembered as "+id)},
 		{demo.Broker, demo.Agent, once, ""},
 		{demo.Agent, demo.Broker, decided[4], ""},
 		{demo.Broker, demo.Agent, decided[5], rememberedNote(id)},
@@ -104,7 +124,7 @@ func TestDemoBrokerWithoutRulesDecidesOnlyRemembered(t *testing.T) {
 
 	id := rememberedAs(t, brokered, "call_4")
 	always, once := alwaysAnswer(t, direct.Editor)
-	if len(brokerSide) != 4 || !jsonEqual(brokerSide[0].Raw, always.Raw) || brokerSide[0].Note != alwaysNoteText || !jsonEqual(brokerSide[1].Raw, once.Raw) ||
+	if len(brokerSide) != 4 || !jsonEqual(brokerSide[0].Raw, always.Raw) || brokerSide[0].Note != alwaysNoteText+"; remembered as "+id || !jsonEqual(brokerSide[1].Raw, once.Raw) ||
 		!bytes.Equal(brokerSide[2].Raw, decided[0].Raw) || !jsonEqual(brokerSide[3].Raw, decided[1].Raw) ||
 		!regexp.MustCompile("^"+rememberedNote(id)+"$").MatchString(brokerSide[3].Note) {
 		t.Errorf("the broker's own messages:\n%s\nwant the editor's always to call_4 sent to the agent as once, then call_5's request and the editor's direct answer, allowed by remembered answer %s", lines(brokerSide), id)

@@ -12,7 +12,7 @@ import (
 // demoRules is the rule file the demo gives the broker: it allows git status,
 // denies force pushes, and says nothing of edits, which therefore go to the
 // editor.
-const demoRules = `# The demo's rules. A request no rule decides (here, the edit) goes to the editor.
+const demoRules = `# The demo's rules. A request no rule decides goes to the editor.
 
 [[rule]]
 id = "git-status"
@@ -194,10 +194,12 @@ func permissionAudit(records []AuditRecord) map[string]AuditRecord {
 
 // annotate sets the note of each permission request's line from the audit
 // log: on the broker's own answer, what it decided and why; on a request
-// passed to the editor, why it was asked.
+// passed to the editor, why it was asked; and on the editor's answer to
+// it, what an "always" answer was remembered as.
 func annotate(entries []Entry, audit []AuditRecord) {
 	byCall := permissionAudit(audit)
-	held := make(map[string]string) // request id → tool call id, of requests the broker decided
+	held := make(map[string]string)      // request id → tool call id, of requests the broker decided
+	forwarded := make(map[string]string) // request id → tool call id, of requests passed to the editor
 	for i := range entries {
 		e := &entries[i]
 		var m struct {
@@ -218,8 +220,11 @@ func annotate(entries []Entry, audit []AuditRecord) {
 			tc := m.Params.ToolCall.ToolCallID
 			if e.To == Broker {
 				held[id] = tc
-			} else if r, ok := byCall[tc]; ok && e.Note == "" {
-				e.Note = decisionNote(r)
+			} else {
+				forwarded[id] = tc
+				if r, ok := byCall[tc]; ok && e.Note == "" {
+					e.Note = decisionNote(r)
+				}
 			}
 		case e.From == Broker && e.To == Agent && m.Method == "":
 			tc, ok := held[id]
@@ -227,22 +232,26 @@ func annotate(entries []Entry, audit []AuditRecord) {
 			if r, found := byCall[tc]; ok && found && e.Note == "" {
 				e.Note = decisionNote(r)
 			}
+		case e.From == Editor && m.Method == "":
+			// The editor's answer (to the agent, or to the broker that
+			// answers the agent in its place) is where "always" was said.
+			tc, ok := forwarded[id]
+			delete(forwarded, id)
+			if r := byCall[tc]; ok && r.Remembered != "" {
+				e.Note = strings.TrimPrefix(e.Note+"; remembered as "+r.Remembered, "; ")
+			}
 		}
 	}
 }
 
 // decisionNote says in a few words what an audit record says: "allowed by
 // rule git-status: reading the repository's state is harmless", or, for a
-// request the editor was asked, "asked: no rule allows writing here", with
-// "; remembered as r1a2b3c4d" when the editor's answer was an "always".
+// request the editor was asked, "asked: no rule allows writing here".
 func decisionNote(r AuditRecord) string {
 	if r.Source == "editor" {
 		note := "asked"
 		if r.Reason != "" {
 			note += ": " + r.Reason
-		}
-		if r.Remembered != "" {
-			note += "; remembered as " + r.Remembered
 		}
 		return note
 	}

@@ -50,6 +50,27 @@ func expected(rulesDecide, brokered bool) []expectation {
 	return want
 }
 
+// EditorAsked returns the titles of the permission requests that the
+// broker, with the demo's rules, passes to the editor, in order: the
+// script's, which check holds every brokered run to.
+func EditorAsked() []string {
+	var titles []string
+	for _, w := range expected(true, true) {
+		if w.by == Editor {
+			titles = append(titles, w.title)
+		}
+	}
+	return titles
+}
+
+// NumberWord spells a small count out, as prose does.
+func NumberWord(n int) string {
+	if words := []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}; n >= 0 && n < len(words) {
+		return words[n]
+	}
+	return fmt.Sprint(n)
+}
+
 // check verifies that a run went as scripted: who answered each permission
 // request and how, what the editor saw, what the broker's audit log says (if
 // audited), and what is left in the workspace, which it returns in words.
@@ -72,7 +93,7 @@ func check(ws string, res *Result, want []expectation, audited bool) (string, er
 			return "", fmt.Errorf("the editor was asked about %s (%s), which the broker should have decided itself", w.toolCallID, w.title)
 		}
 	}
-	seen, _ := transcribe(io.Discard, res.Editor)
+	seen, _ := transcribe(io.Discard, style{}, res.Editor)
 	if err := checkAnswers(seen.Permissions, editorWant); err != nil {
 		return "", fmt.Errorf("on the editor's side: %w", err)
 	}

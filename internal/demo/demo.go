@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -47,6 +48,13 @@ type Options struct {
 
 	Stdout io.Writer // the header, one line per message, and the summary
 	Stderr io.Writer // the broker's and the agent's own stderr
+
+	// Width, if not zero, is the width of the terminal Stdout is: the
+	// transcript's lines are fitted to it (see Transcript.FitTo). Zero
+	// cuts nothing.
+	Width int
+	// Colour colours the decisions with ANSI escapes, for a terminal.
+	Colour bool
 
 	// Timeout bounds the whole run; zero means DefaultTimeout.
 	Timeout time.Duration
@@ -194,7 +202,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	// The transcript is written even when the run failed: it shows how far
 	// the conversation got.
-	res.Stats, err = transcribe(opts.Stdout, res.Entries, ws, "<workspace>", tmp, "<tmp>")
+	style := style{width: opts.Width, colour: opts.Colour}
+	res.Stats, err = transcribe(opts.Stdout, style, res.Entries, ws, "<workspace>", tmp, "<tmp>")
 	switch {
 	case runErr != nil:
 		return nil, runErr
@@ -207,17 +216,26 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if _, err := io.WriteString(opts.Stdout, summary(res, files != nil, outcome)); err != nil {
+	if _, err := io.WriteString(opts.Stdout, summary(res, files != nil, outcome, style)); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-// transcribe writes one transcript line per entry to w, showing each long
-// string of abbrev (pairs of long and short) short, and returns what the
-// transcript counted.
-func transcribe(w io.Writer, entries []Entry, abbrev ...string) (Stats, error) {
+// style is how the output is shown: fitted to a terminal's width (0:
+// nothing cut) and coloured, or not.
+type style struct {
+	width  int
+	colour bool
+}
+
+// transcribe writes one transcript line per entry to w, in style st,
+// showing each long string of abbrev (pairs of long and short) short, and
+// returns what the transcript counted.
+func transcribe(w io.Writer, st style, entries []Entry, abbrev ...string) (Stats, error) {
 	t := NewTranscript(w)
+	t.FitTo(st.width)
+	t.Colour(st.colour)
 	for i := 0; i+1 < len(abbrev); i += 2 {
 		t.Abbreviate(abbrev[i], abbrev[i+1])
 	}
@@ -392,15 +410,23 @@ func header(files *brokerFiles, self, tmp, ws string, temporary bool) string {
 		b.WriteString(l)
 	}
 	b.WriteString("\n")
-	b.WriteString(`The editor starts the broker in place of the agent; the broker starts the
+	fmt.Fprintf(&b, `The editor starts the broker in place of the agent; the broker starts the
 agent and relays every message both ways, byte for byte. A permission
-request that a rule allows or denies, the broker answers itself; every
-other request goes to the editor, which allows writing status.txt (so the
-broker lets the agent's write of it through), rejects the edit and allows
-the first npm test "always": the broker remembers that answer, answers the
-agent with its allow-once in place of the "always" (so the agent remembers
-nothing of its own), and applies the answer to the second npm test itself.
+request that a rule allows or denies, the broker answers itself; the other
+%s go to the editor, which allows writing status.txt, rejects the edit of
+NOTES.md and allows the first npm test "always": the broker remembers that
+answer, answers the agent with its allow-once in place of the "always" (so
+the agent remembers nothing of its own), and applies the answer to the
+second npm test itself.
 
+The agent then writes status.txt with fs/write_text_file. The broker
+decides every write an agent asks the editor for, as it decides permission
+requests; it lets this one through unasked because the editor has just
+allowed the agent's request to edit that same file (one write for each
+allowed request, within five minutes). A write nobody allowed, the broker
+would ask about first.
+`, NumberWord(len(EditorAsked())))
+	b.WriteString(`
 Each line is one JSON-RPC message, in the order the broker handled it (from
 its --trace file); "↳" marks the answer to a request. "agent → broker" is
 a request the broker decided itself, and "—" gives its decision and reason
@@ -410,9 +436,67 @@ a request the broker decided itself, and "—" gives its decision and reason
 	return b.String()
 }
 
-func summary(res *Result, brokered bool, outcome string) string {
-	s := res.Stats
+// nextSteps ends a brokered run: what to do after the demo.
+const nextSteps = `
+Next steps
+  1. acp-broker init
+     writes a starter config of your own, with comments
+  2. acp-broker rules explain --command 'git push --force'
+     says what your rules decide for that command, and why
+  3. wrap your agent: in your editor's settings, put acp-broker -- in front of
+     the agent's command (README.md, "Wrap your agent")
+`
+
+// summary says who decided what, and in a brokered run ends with the next
+// steps. On a terminal (st.width > 0) its long lines are wrapped to the
+// width, and the answers coloured if st.colour.
+func summary(res *Result, brokered bool, outcome string, st style) string {
 	var b strings.Builder
+	tr := NewTranscript(io.Discard) // only for its colours
+	tr.Colour(st.colour)
+	writeSummary(&b, res, brokered, outcome, tr)
+	if brokered {
+		b.WriteString(nextSteps)
+	}
+	if st.width == 0 {
+		return b.String()
+	}
+	var fitted strings.Builder
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		fitted.WriteString(fitLine(strings.TrimSuffix(line, "\n"), st.width))
+		if strings.HasSuffix(line, "\n") {
+			fitted.WriteString("\n")
+		}
+	}
+	return fitted.String()
+}
+
+// fitLine wraps a summary line wider than width at spaces, the rest
+// indented two spaces deeper than the line; escapes take no room.
+func fitLine(line string, width int) string {
+	if utf8.RuneCountInString(stripANSI(line)) <= width {
+		return line
+	}
+	indent := len(line) - len(strings.TrimLeft(line, " ")) + 2
+	pad := strings.Repeat(" ", indent)
+	var out []string
+	cur := strings.Repeat(" ", indent-2)
+	for _, w := range strings.Fields(line) {
+		switch n := utf8.RuneCountInString(stripANSI(cur)); {
+		case strings.TrimSpace(cur) == "":
+			cur += w
+		case n+1+utf8.RuneCountInString(stripANSI(w)) <= width:
+			cur += " " + w
+		default:
+			out = append(out, cur)
+			cur = pad + w
+		}
+	}
+	return strings.Join(append(out, cur), "\n")
+}
+
+func writeSummary(b *strings.Builder, res *Result, brokered bool, outcome string, tr *Transcript) {
+	s := res.Stats
 	b.WriteString("\nSummary\n")
 	counts := make([]string, len(s.Messages))
 	for i, c := range s.Messages {
@@ -422,25 +506,25 @@ func summary(res *Result, brokered bool, outcome string) string {
 	if brokered {
 		verb = "reached the broker"
 	}
-	fmt.Fprintf(&b, "  %d messages %s: %s.\n", s.Total(), verb, strings.Join(counts, ", "))
+	fmt.Fprintf(b, "  %d messages %s: %s.\n", s.Total(), verb, strings.Join(counts, ", "))
 
 	audit := permissionAudit(res.Audit)
 	var allowed, denied []string // what decided the requests the broker answered
 	toEditor := 0
-	fmt.Fprintf(&b, "  %d permission requests:\n", len(s.Permissions))
+	fmt.Fprintf(b, "  %d permission requests:\n", len(s.Permissions))
 	for _, p := range s.Permissions {
 		answer := p.Outcome
 		if p.OptionKind != "" {
 			answer = p.OptionKind
 		}
-		fmt.Fprintf(&b, "    %s (%s): %s, chosen by the %s", p.Title, p.Kind, answer, p.DecidedBy)
+		fmt.Fprintf(b, "    %s (%s): %s, chosen by the %s", p.Title, p.Kind, tr.paint(toneOf(answer), answer), p.DecidedBy)
 		if p.DecidedBy != Broker {
 			toEditor++
 			if r, ok := audit[p.ToolCallID]; ok && r.ChosenKind != "" && r.OptionKind != p.OptionKind {
-				fmt.Fprintf(&b, ", sent to the agent as %s", r.OptionKind)
+				fmt.Fprintf(b, ", sent to the agent as %s", r.OptionKind)
 			}
 			if r, ok := audit[p.ToolCallID]; ok && r.Remembered != "" {
-				fmt.Fprintf(&b, " (remembered as %s)", r.Remembered)
+				fmt.Fprintf(b, " (remembered as %s)", r.Remembered)
 			}
 			b.WriteString("\n")
 			continue
@@ -449,7 +533,7 @@ func summary(res *Result, brokered bool, outcome string) string {
 		if r, ok := audit[p.ToolCallID]; ok {
 			by = decider(r)
 		}
-		fmt.Fprintf(&b, " (%s)\n", by)
+		fmt.Fprintf(b, " (%s)\n", by)
 		if strings.HasPrefix(p.OptionKind, "allow") {
 			allowed = append(allowed, by)
 		} else {
@@ -457,16 +541,15 @@ func summary(res *Result, brokered bool, outcome string) string {
 		}
 	}
 	if brokered {
-		fmt.Fprintf(&b, "  The broker decided %d itself: allowed %d%s, denied %d%s. %d went to the editor.\n",
+		fmt.Fprintf(b, "  The broker decided %d itself: allowed %d%s, denied %d%s. %d went to the editor.\n",
 			len(allowed)+len(denied), len(allowed), parenthesized(allowed), len(denied), parenthesized(denied), toEditor)
 		b.WriteString(auditSummary(res.Audit))
 	}
-	fmt.Fprintf(&b, "  The turn ended with %s.\n", strings.Join(s.StopReasons, ", "))
-	fmt.Fprintf(&b, "  In the workspace, %s.\n", outcome)
+	fmt.Fprintf(b, "  The turn ended with %s.\n", strings.Join(s.StopReasons, ", "))
+	fmt.Fprintf(b, "  In the workspace, %s.\n", outcome)
 	if brokered {
 		b.WriteString("  The broker exited with status 0.\n")
 	}
-	return b.String()
 }
 
 func parenthesized(items []string) string {

@@ -193,7 +193,7 @@ type agentConn struct {
 
 func (c *agentConn) transcript() string {
 	var b strings.Builder
-	transcribe(&b, c.rec.all())
+	transcribe(&b, style{}, c.rec.all())
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,8 @@ type Permission struct {
 // concurrent use.
 type Transcript struct {
 	w        io.Writer
+	width    int  // of the terminal the lines are fitted to; 0: nothing is cut
+	color    bool // decisions are coloured with ANSI escapes
 	abbrev   []string
 	replacer *strings.Replacer
 	pending  map[pendingKey]*pendingCall
@@ -94,18 +97,33 @@ type pendingCall struct {
 	answered bool
 }
 
-// Column widths of a transcript line.
+// Column widths of a transcript line, and the cuts made on a terminal.
 const (
 	directionWidth = 15 // runes in "broker → editor"
 	labelWidth     = 28
-	summaryLimit   = 90 // runes of a summary before it is cut with "…"
-	textLimit      = 60 // runes of quoted text inside a summary
+	summaryColumn  = directionWidth + 2 + labelWidth + 2
+	textLimit      = 60 // runes of quoted text inside a summary, on a terminal
+	// minSummary is the fewest runes the summary column may hold: on a
+	// terminal narrower than summaryColumn+minSummary, summaries go on
+	// lines of their own.
+	minSummary = 40
 )
 
 // NewTranscript returns a Transcript that writes its lines to w.
 func NewTranscript(w io.Writer) *Transcript {
 	return &Transcript{w: w, pending: make(map[pendingKey]*pendingCall)}
 }
+
+// FitTo makes every later line fit a terminal width columns wide: long
+// quoted texts and summaries are cut with "…", and a note that does not fit
+// after its summary is wrapped onto lines of its own, under the summary.
+// Zero, the default, cuts and wraps nothing, for output that is not a
+// terminal.
+func (t *Transcript) FitTo(width int) { t.width = max(width, 0) }
+
+// Colour makes every later line colour the decisions (an answer's option,
+// a note's verb) with ANSI escapes: green allows, red rejects, yellow asks.
+func (t *Transcript) Colour(on bool) { t.color = on }
 
 // Abbreviate makes every later line show short in place of long, for
 // instance a temporary directory's path.
@@ -125,19 +143,125 @@ func (t *Transcript) Add(e Entry) error {
 
 // Line returns the line for e, without a newline, and counts e. It writes
 // nothing.
+//
+// When the transcript is fitted to a terminal, the "line" may be several:
+// the summary is cut to fit, and a note that does not fit after it follows
+// on lines of its own, indented to the summary's column.
 func (t *Transcript) Line(e Entry) string {
 	t.count(e)
-	label, summary := t.describe(e)
+	label, summary, tone := t.describe(e)
 	if t.replacer != nil {
 		summary = t.replacer.Replace(summary)
 	}
-	summary = truncate(summary, summaryLimit)
-	if e.Note != "" {
-		summary += " — " + e.Note
+	head := fmt.Sprintf("%-*s  %-*s  ", directionWidth, string(e.From)+" → "+string(e.To), labelWidth, label)
+	if t.width == 0 {
+		line := head + t.paint(tone, summary)
+		if e.Note != "" {
+			line += " " + t.paintVerb("— "+e.Note)
+		}
+		return strings.TrimRight(line, " ")
 	}
-	line := fmt.Sprintf("%-*s  %-*s  %s", directionWidth, string(e.From)+" → "+string(e.To), labelWidth, label, summary)
-	return strings.TrimRight(line, " ")
+	// On a terminal too narrow for a readable summary column, the summary
+	// goes under the direction and label instead.
+	indent := strings.Repeat(" ", summaryColumn)
+	if t.width-summaryColumn < minSummary {
+		head = strings.TrimRight(head, " ") + "\n    "
+		indent = "    "
+	}
+	room := max(t.width-len(indent), minSummary/2)
+	summary = t.paint(tone, truncate(summary, room))
+	if e.Note == "" {
+		return strings.TrimRight(head+summary, " ")
+	}
+	note := "— " + e.Note
+	if n := utf8.RuneCountInString(stripANSI(summary)); n+1+utf8.RuneCountInString(note) <= room {
+		return head + summary + " " + t.paintVerb(note)
+	}
+	lines := wrap(note, room)
+	lines[0] = t.paintVerb(lines[0])
+	return strings.TrimRight(head+summary, " ") + "\n" + indent + strings.Join(lines, "\n"+indent)
 }
+
+// tone is what a decision says, for its colour.
+type tone int
+
+const (
+	plainTone tone = iota
+	allowTone
+	rejectTone
+	askTone
+)
+
+// toneOf returns the tone of an option kind or of a note's first word.
+func toneOf(word string) tone {
+	switch {
+	case strings.HasPrefix(word, "allow"):
+		return allowTone
+	case strings.HasPrefix(word, "reject"), strings.HasPrefix(word, "denied"), word == "cancelled":
+		return rejectTone
+	case strings.HasPrefix(word, "asked"):
+		return askTone
+	}
+	return plainTone
+}
+
+// paint colours s in tone, if the transcript colours.
+func (t *Transcript) paint(tn tone, s string) string {
+	code := map[tone]string{allowTone: "32", rejectTone: "31", askTone: "33"}[tn]
+	if !t.color || code == "" || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+// paintVerb colours the verb of a note's first line ("— allowed by …").
+func (t *Transcript) paintVerb(line string) string {
+	rest, ok := strings.CutPrefix(line, "— ")
+	if !ok {
+		return line
+	}
+	end := strings.IndexAny(rest, " :;")
+	if end < 0 {
+		end = len(rest)
+	}
+	tn := toneOf(rest[:end])
+	if tn == plainTone {
+		return line
+	}
+	return "— " + t.paint(tn, rest[:end]) + rest[end:]
+}
+
+// cut returns s cut to n runes on a terminal, and s whole otherwise.
+func (t *Transcript) cut(s string, n int) string {
+	if t.width == 0 {
+		return s
+	}
+	return truncate(s, n)
+}
+
+// wrap breaks s into lines of at most width runes, at spaces where it can;
+// a word longer than width is cut.
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, truncate(line, width))
+			line = w
+		}
+	}
+	return append(lines, truncate(line, width))
+}
+
+// stripANSI removes the colour escapes paint adds.
+func stripANSI(s string) string { return ansiRE.ReplaceAllString(s, "") }
+
+var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
 // Stats returns what the transcript has counted so far.
 func (t *Transcript) Stats() Stats {
@@ -170,21 +294,22 @@ type envelope struct {
 	} `json:"error"`
 }
 
-// describe returns the label and the summary of e, and keeps track of the
-// requests that await an answer.
-func (t *Transcript) describe(e Entry) (label, summary string) {
+// describe returns the label and the summary of e, with the tone of the
+// decision it carries, and keeps track of the requests that await an
+// answer.
+func (t *Transcript) describe(e Entry) (label, summary string, tn tone) {
 	var m envelope
 	if err := json.Unmarshal(e.Raw, &m); err != nil {
-		return "(not JSON)", strconv.Quote(truncate(string(e.Raw), textLimit))
+		return "(not JSON)", strconv.Quote(t.cut(string(e.Raw), textLimit)), plainTone
 	}
 	id := string(bytes.TrimSpace(m.ID))
 	if m.Method != "" {
 		call := &pendingCall{method: m.Method}
-		summary = describeCall(call, m.Params)
+		summary = t.describeCall(call, m.Params)
 		if id != "" {
 			t.pending[pendingKey{asker: e.From, id: id}] = call
 		}
-		return m.Method, summary
+		return m.Method, summary, plainTone
 	}
 	key := pendingKey{asker: e.To, id: id}
 	call := t.pending[key]
@@ -193,7 +318,8 @@ func (t *Transcript) describe(e Entry) (label, summary string) {
 		// took and answered the agent in its place (an "always" sent as
 		// the once-option): the answer the human gave is this one.
 		if c := t.pending[pendingKey{asker: Agent, id: id}]; c != nil && c.method == "session/request_permission" && m.Error == nil {
-			return "↳ " + c.method, t.describeResult(c, e.From, m.Result)
+			summary, tn := t.describeResult(c, e.From, m.Result)
+			return "↳ " + c.method, summary, tn
 		}
 	}
 	delete(t.pending, key)
@@ -208,9 +334,10 @@ func (t *Transcript) describe(e Entry) (label, summary string) {
 		if call.method == "session/request_permission" {
 			t.stats.Permissions = append(t.stats.Permissions, call.permission(e.From, "error", ""))
 		}
-		return label, fmt.Sprintf("error %d: %s", m.Error.Code, m.Error.Message)
+		return label, fmt.Sprintf("error %d: %s", m.Error.Code, m.Error.Message), plainTone
 	}
-	return label, t.describeResult(call, e.From, m.Result)
+	summary, tn = t.describeResult(call, e.From, m.Result)
+	return label, summary, tn
 }
 
 // toolCallView is the part of a tool call (in session/update or in a
@@ -224,13 +351,14 @@ type toolCallView struct {
 	RawInput      json.RawMessage `json:"rawInput"`
 }
 
-func (v toolCallView) String() string {
+// format shows the tool call, its title cut by cut.
+func (v toolCallView) format(cut func(string, int) string) string {
 	parts := []string{v.ToolCallID}
 	if v.Kind != "" {
 		parts = append(parts, v.Kind)
 	}
 	if v.Title != "" {
-		parts = append(parts, strconv.Quote(truncate(v.Title, textLimit)))
+		parts = append(parts, strconv.Quote(cut(v.Title, textLimit)))
 	}
 	if v.Status != "" {
 		parts = append(parts, v.Status)
@@ -252,16 +380,17 @@ type contentBlock struct {
 	Text string `json:"text"`
 }
 
-func (b contentBlock) String() string {
+// format shows the block: a text quoted and cut by cut, else its type.
+func (b contentBlock) format(cut func(string, int) string) string {
 	if b.Type == "text" {
-		return strconv.Quote(truncate(b.Text, textLimit))
+		return strconv.Quote(cut(b.Text, textLimit))
 	}
 	return "<" + b.Type + ">"
 }
 
 // describeCall summarises the params of a request or notification, and keeps
 // in call what its answer's summary needs.
-func describeCall(call *pendingCall, params json.RawMessage) string {
+func (t *Transcript) describeCall(call *pendingCall, params json.RawMessage) string {
 	switch call.method {
 	case "session/update":
 		var p struct {
@@ -278,10 +407,10 @@ func describeCall(call *pendingCall, params json.RawMessage) string {
 		case strings.HasSuffix(u.SessionUpdate, "_chunk"):
 			var b contentBlock
 			if json.Unmarshal(u.Content, &b) == nil {
-				return u.SessionUpdate + " " + b.String()
+				return u.SessionUpdate + " " + b.format(t.cut)
 			}
 		case u.SessionUpdate == "tool_call" || u.SessionUpdate == "tool_call_update":
-			return u.SessionUpdate + " " + u.toolCallView.String()
+			return u.SessionUpdate + " " + u.toolCallView.format(t.cut)
 		case u.SessionUpdate != "":
 			return u.SessionUpdate
 		}
@@ -300,7 +429,7 @@ func describeCall(call *pendingCall, params json.RawMessage) string {
 		for i, o := range p.Options {
 			kinds[i] = o.Kind
 		}
-		return v.String() + "; options " + strings.Join(kinds, ", ")
+		return v.format(t.cut) + "; options " + strings.Join(kinds, ", ")
 	case "initialize":
 		var p struct {
 			ProtocolVersion    json.RawMessage `json:"protocolVersion"`
@@ -315,7 +444,7 @@ func describeCall(call *pendingCall, params json.RawMessage) string {
 			Prompt []contentBlock `json:"prompt"`
 		}
 		if json.Unmarshal(params, &p) == nil && len(p.Prompt) > 0 {
-			return p.Prompt[0].String()
+			return p.Prompt[0].format(t.cut)
 		}
 	case "session/new":
 		var p struct {
@@ -337,14 +466,15 @@ func describeCall(call *pendingCall, params json.RawMessage) string {
 			Content string `json:"content"`
 		}
 		if json.Unmarshal(params, &p) == nil {
-			return strconv.Quote(p.Path) + " ← " + strconv.Quote(truncate(p.Content, textLimit/2))
+			return strconv.Quote(p.Path) + " ← " + strconv.Quote(t.cut(p.Content, textLimit/2))
 		}
 	}
 	return compact(params)
 }
 
-// describeResult summarises a successful answer to call, sent by from.
-func (t *Transcript) describeResult(call *pendingCall, from Party, result json.RawMessage) string {
+// describeResult summarises a successful answer to call, sent by from,
+// with the tone of the decision it carries.
+func (t *Transcript) describeResult(call *pendingCall, from Party, result json.RawMessage) (string, tone) {
 	switch call.method {
 	case "session/request_permission":
 		var r struct {
@@ -362,13 +492,13 @@ func (t *Transcript) describeResult(call *pendingCall, from Party, result json.R
 			call.answered = true
 		}
 		if r.Outcome.Outcome != "selected" {
-			return r.Outcome.Outcome
+			return r.Outcome.Outcome, toneOf(r.Outcome.Outcome)
 		}
 		s := "selected " + strconv.Quote(p.OptionID)
 		if p.OptionKind != "" {
 			s += " (" + p.OptionKind + ")"
 		}
-		return s
+		return s, toneOf(p.OptionKind)
 	case "initialize":
 		var r struct {
 			ProtocolVersion   json.RawMessage `json:"protocolVersion"`
@@ -376,7 +506,7 @@ func (t *Transcript) describeResult(call *pendingCall, from Party, result json.R
 			AgentInfo         *implementation `json:"agentInfo"`
 		}
 		if json.Unmarshal(result, &r) == nil {
-			return describeInitialize(r.ProtocolVersion, r.AgentInfo, r.AgentCapabilities)
+			return describeInitialize(r.ProtocolVersion, r.AgentInfo, r.AgentCapabilities), plainTone
 		}
 	case "session/prompt":
 		var r struct {
@@ -384,24 +514,24 @@ func (t *Transcript) describeResult(call *pendingCall, from Party, result json.R
 		}
 		if json.Unmarshal(result, &r) == nil && r.StopReason != "" {
 			t.stats.StopReasons = append(t.stats.StopReasons, r.StopReason)
-			return "stopReason " + r.StopReason
+			return "stopReason " + r.StopReason, plainTone
 		}
 	case "session/new":
 		var r struct {
 			SessionID string `json:"sessionId"`
 		}
 		if json.Unmarshal(result, &r) == nil && r.SessionID != "" {
-			return "sessionId " + strconv.Quote(r.SessionID)
+			return "sessionId " + strconv.Quote(r.SessionID), plainTone
 		}
 	case "fs/read_text_file":
 		var r struct {
 			Content string `json:"content"`
 		}
 		if json.Unmarshal(result, &r) == nil {
-			return strconv.Quote(truncate(r.Content, textLimit))
+			return strconv.Quote(t.cut(r.Content, textLimit)), plainTone
 		}
 	}
-	return compact(result)
+	return compact(result), plainTone
 }
 
 type implementation struct {

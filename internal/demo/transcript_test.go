@@ -47,7 +47,7 @@ func TestTranscriptLines(t *testing.T) {
 		entry   Entry
 		label   string
 		summary string
-		cut     bool // the summary is cut at summaryLimit runes; summary is its start
+		cut     bool // the summary is cut at summaryRoom runes; summary is its start
 	}{
 		{
 			name:    "initialize request shows version, client and capabilities",
@@ -155,6 +155,8 @@ func TestTranscriptLines(t *testing.T) {
 	}
 	var b strings.Builder
 	tr := NewTranscript(&b)
+	const summaryRoom = 90
+	tr.FitTo(summaryColumn + summaryRoom) // as on a terminal, where long texts are cut
 	tr.Abbreviate("/home/u", "~")
 	for _, tt := range tests {
 		line := tr.Line(tt.entry)
@@ -169,8 +171,8 @@ func TestTranscriptLines(t *testing.T) {
 			t.Errorf("%s: label %q, want %q", tt.name, m[2], tt.label)
 		}
 		if tt.cut {
-			if !strings.HasPrefix(m[3], tt.summary) || !strings.HasSuffix(m[3], "…") || len([]rune(m[3])) != summaryLimit {
-				t.Errorf("%s: summary %q, want %q… cut at %d runes", tt.name, m[3], tt.summary, summaryLimit)
+			if !strings.HasPrefix(m[3], tt.summary) || !strings.HasSuffix(m[3], "…") || len([]rune(m[3])) != summaryRoom {
+				t.Errorf("%s: summary %q, want %q… cut at %d runes", tt.name, m[3], tt.summary, summaryRoom)
 			}
 		} else if m[3] != tt.summary {
 			t.Errorf("%s: summary %q, want %q", tt.name, m[3], tt.summary)
@@ -233,6 +235,66 @@ func TestTruncate(t *testing.T) {
 	} {
 		if got := truncate(tt.s, tt.n); got != tt.want {
 			t.Errorf("truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestTranscriptFit: not fitted, nothing is cut; fitted to a terminal,
+// every line fits it, a note that does not fit goes under the summary, and
+// on a narrow terminal the summary goes under the label.
+func TestTranscriptFit(t *testing.T) {
+	long := strings.Repeat("word ", 40)
+	request := Entry{From: Agent, To: Broker, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c9","title":"` + long + `","kind":"execute"},"options":[{"optionId":"r","name":"R","kind":"reject_once"}]}}`)}
+	answer := Entry{From: Broker, To: Agent, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"r"}}}`), Note: "denied by rule no-words: " + long}
+
+	tr := NewTranscript(new(strings.Builder))
+	if line := tr.Line(request); !strings.Contains(line, strings.TrimSpace(long)) || strings.Contains(line, "…") {
+		t.Errorf("not fitted, the title was cut: %q", line)
+	}
+	if line := tr.Line(answer); strings.Contains(line, "\n") || !strings.HasSuffix(line, " — denied by rule no-words: "+strings.TrimSpace(long)) {
+		t.Errorf("not fitted, the note was cut or wrapped: %q", line)
+	}
+
+	for _, width := range []int{120, 70} {
+		tr := NewTranscript(new(strings.Builder))
+		tr.FitTo(width)
+		indent := strings.Repeat(" ", summaryColumn)
+		if width-summaryColumn < minSummary {
+			indent = "    "
+		}
+		lines := strings.Split(tr.Line(request)+"\n"+tr.Line(answer), "\n")
+		for _, l := range lines {
+			if n := len([]rune(l)); n > width {
+				t.Errorf("width %d: line of %d runes: %q", width, n, l)
+			}
+		}
+		var note []string
+		for _, l := range lines {
+			if rest, ok := strings.CutPrefix(l, indent); ok && !strings.HasPrefix(rest, " ") && (strings.HasPrefix(rest, "— ") || len(note) > 0) {
+				note = append(note, rest)
+			}
+		}
+		if got := strings.Join(note, " "); got != "— denied by rule no-words: "+strings.TrimSpace(long) {
+			t.Errorf("width %d: the note, wrapped under the summary, reads %q", width, got)
+		}
+	}
+}
+
+// TestTranscriptColour: decisions are coloured only when asked for.
+func TestTranscriptColour(t *testing.T) {
+	request := Entry{From: Agent, To: Broker, Raw: []byte(`{"jsonrpc":"2.0","id":3,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c9","title":"x"},"options":[{"optionId":"a","name":"A","kind":"allow_once"},{"optionId":"r","name":"R","kind":"reject_once"}]}}`)}
+	allowed := Entry{From: Broker, To: Agent, Raw: []byte(`{"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"a"}}}`), Note: "allowed by rule 1"}
+	for _, colour := range []bool{false, true} {
+		tr := NewTranscript(new(strings.Builder))
+		tr.Colour(colour)
+		tr.Line(request)
+		line := tr.Line(allowed)
+		want := `selected "a" (allow_once) — allowed by rule 1`
+		if colour {
+			want = "\x1b[32m" + `selected "a" (allow_once)` + "\x1b[0m — \x1b[32mallowed\x1b[0m by rule 1"
+		}
+		if !strings.HasSuffix(line, want) {
+			t.Errorf("Colour(%v): %q, want it to end %q", colour, line, want)
 		}
 	}
 }
