@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,17 +116,30 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 				// says it fails.
 				return configError(policy.ProjectError)
 			}
+			errs := 0
+			for _, p := range policy.Problems(rules.Environment{Getenv: os.Getenv, LookPath: exec.LookPath, UserConfig: loc.User}) {
+				fmt.Fprintf(stderr, "acp-broker: %s: %s\n", p.Severity, p)
+				if p.Hint != "" {
+					fmt.Fprintf(stderr, "acp-broker: hint: %s\n", p.Hint)
+				}
+				if p.Severity == rules.Error {
+					errs++
+				}
+			}
 			failures, ran := policy.CheckExamples(rules.Context{Cwd: cwd, Home: loc.Home})
 			for _, f := range failures {
 				fmt.Fprintf(stderr, "acp-broker: error: %s\n", f)
 			}
-			if len(failures) > 0 {
+			switch {
+			case len(failures) > 0 && errs > 0:
+				return userError(1, fmt.Sprintf("%d of %d examples failed, and %s", len(failures), ran, plural(errs, "set-up error")))
+			case len(failures) > 0:
 				return userError(1, fmt.Sprintf("%d of %d examples failed", len(failures), ran))
+			case errs > 0:
+				return userError(1, plural(errs, "set-up error"))
 			}
 			fmt.Fprintf(stdout, "%d rule files, %d rules, %d examples: ok\n", len(policy.Files), len(policy.Rules), ran)
-			for _, f := range policy.Files {
-				fmt.Fprintf(stdout, "  %s (%s)\n", f.Path, f.Layer)
-			}
+			printFiles(stdout, policy)
 			return nil
 		},
 	}
@@ -167,6 +181,32 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	o.register(cmd)
 	return cmd
+}
+
+// printFiles lists the rule files in force, one a line, with their layer
+// and, for a project file, whether it is trusted.
+func printFiles(w io.Writer, policy *rules.Policy) {
+	for _, f := range policy.Files {
+		note := string(f.Layer)
+		if f.Layer == rules.Project {
+			note += ", " + trustWord(f)
+		}
+		fmt.Fprintf(w, "  %s (%s)\n", f.Path, note)
+	}
+}
+
+func trustWord(f *rules.File) string {
+	if f.Trusted {
+		return "trusted"
+	}
+	return "untrusted"
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // describeRule summarises a rule's matchers on one line.
