@@ -31,7 +31,7 @@ type layerOptions struct {
 
 func (o *layerOptions) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.configs, "config", nil, "also load this rule file, as part of the user layer (repeatable)")
-	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working directory, whose .acp-broker.toml is the project layer (default: the current directory)")
+	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working directory, where the project files are looked up from (default: the current directory)")
 }
 
 // load reads every layer. Warnings go to stderr; a broken file is an error
@@ -154,7 +154,7 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Print the effective rules with their file, line and layer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			policy, _, _, err := o.load(stderr)
+			policy, loc, cwd, err := o.load(stderr)
 			if err != nil {
 				return err
 			}
@@ -173,6 +173,9 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, ", mode = %q", policy.Mode)
 			}
 			fmt.Fprintln(stdout)
+			for _, line := range projectLines(policy, cwd, loc.Home) {
+				fmt.Fprintf(stdout, "project:  %s\n", line)
+			}
 			if policy.ProjectError != nil {
 				fmt.Fprintf(stdout, "every request is asked: the project file is not in force (%v)\n", policy.ProjectError)
 			}
@@ -207,6 +210,26 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// projectLines say which project files apply to a session in cwd, nearest
+// first, or where none was found.
+func projectLines(policy *rules.Policy, cwd, home string) []string {
+	var lines []string
+	for _, f := range policy.ProjectFiles() {
+		lines = append(lines, fmt.Sprintf("%s (%s)", f.Path, trustWord(f)))
+	}
+	if len(lines) > 0 || policy.ProjectError != nil {
+		return lines
+	}
+	looked := rules.ProjectFiles(cwd, home)
+	switch len(looked) {
+	case 0:
+		return []string{"none (no project file is read for a session in " + cwd + ")"}
+	case 1:
+		return []string{"none (" + looked[0] + " does not exist)"}
+	}
+	return []string{fmt.Sprintf("none (no %s from %s up to %s)", rules.ProjectFileName, cwd, filepath.Dir(looked[len(looked)-1]))}
 }
 
 // describeRule summarises a rule's matchers on one line.
@@ -365,9 +388,15 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 	if o.json {
 		v := explainJSON(ev)
 		v.Caveats = caveats
+		for _, f := range policy.ProjectFiles() {
+			v.ProjectFiles = append(v.ProjectFiles, projectFileJSON{Path: f.Path, Trusted: f.Trusted})
+		}
 		return json.NewEncoder(stdout).Encode(v)
 	}
 	printExplain(stdout, ev)
+	for _, line := range projectLines(policy, info.Cwd, loc.Home) {
+		fmt.Fprintf(stdout, "project:  %s\n", line)
+	}
 	for _, c := range caveats {
 		fmt.Fprintf(stdout, "caveat:   %s\n", c)
 	}
@@ -508,6 +537,14 @@ type verdictJSON struct {
 	// Caveats name what a running broker may know and explain cannot
 	// (answers remembered for the session only, a proxy's list_changed).
 	Caveats []string `json:"caveats,omitempty"`
+	// ProjectFiles are the project files in force, nearest the session
+	// first.
+	ProjectFiles []projectFileJSON `json:"project_files,omitempty"`
+}
+
+type projectFileJSON struct {
+	Path    string `json:"path"`
+	Trusted bool   `json:"trusted"`
 }
 
 // explainJSON is the evaluation as --json prints it: "decision" is what the
@@ -586,7 +623,9 @@ func newTrustCmd(stdout, stderr io.Writer) *cobra.Command {
 Its ask and deny rules always apply; its allow rules and loosening settings
 apply only after you trust its exact content. Read the file first: this
 command records its path and SHA-256, and any later change to the file makes
-it untrusted again.`,
+it untrusted again. A session reads the .acp-broker.toml of its directory
+and of each one above it up to the repository's root: each is trusted by
+itself, in its own directory.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -599,7 +638,17 @@ it untrusted again.`,
 			}
 			path, sum, err := rules.Trust(loc.StateDir, dir)
 			if errors.Is(err, fs.ErrNotExist) {
-				return userError(1, fmt.Sprintf("no %s in %s", rules.ProjectFileName, dir))
+				// Trust is of one file, by its path: the one a session here
+				// reads from above must be named.
+				var hints []string
+				if abs, err := filepath.Abs(dir); err == nil {
+					for _, p := range rules.ProjectFiles(abs, loc.Home) {
+						if _, err := os.Lstat(p); err == nil {
+							hints = append(hints, fmt.Sprintf("a session here reads %s: read it, then acp-broker trust %s", p, filepath.Dir(p)))
+						}
+					}
+				}
+				return userError(1, fmt.Sprintf("no %s in %s", rules.ProjectFileName, dir), hints...)
 			}
 			if err != nil {
 				return configError(err)
