@@ -27,6 +27,9 @@ import (
 type layerOptions struct {
 	configs []string
 	cwd     string
+	// protect are more files the broker protects: a running broker's own
+	// --audit, --trace and --log-file (explain's --protect).
+	protect []string
 }
 
 func (o *layerOptions) register(cmd *cobra.Command) {
@@ -66,7 +69,7 @@ func (o *layerOptions) loadFor(stderr io.Writer, cwd string) (*rules.Policy, rul
 	if err != nil {
 		return nil, loc, "", userError(1, err.Error())
 	}
-	policy, warnings, err := rules.Load(rules.LoadOptions{Locations: loc, Extra: o.configs, ProjectDir: cwd})
+	policy, warnings, err := rules.Load(rules.LoadOptions{Locations: loc, Extra: o.configs, ProjectDir: cwd, Protect: o.protect})
 	if err != nil {
 		return nil, loc, cwd, configError(err)
 	}
@@ -262,6 +265,8 @@ type explainOptions struct {
 	tool       string
 	mcp        string
 	mode       string
+	agent      string
+	agentMode  string
 	dirs       []string
 	transcript string
 }
@@ -280,13 +285,19 @@ exactly, the mode applied, and the option of the decided kind chosen; a
 request that offers no such option is asked. A request built from the flags
 offers allow_once and reject_once.
 
+The mode is --mode, else the one the agent's own mode stands for (--agent
+and --agent-mode, or what a transcript shows), else the config's, as live.
+The broker protects its own audit log, trace and log file: give those of
+the running broker with --protect.
+
 --transcript replays what the agent and the editor sent before the request,
 as the broker's --trace file records it (or lines {"dir":"agent","message":
-{...}} and {"dir":"editor",...}): the session's directories come from its
-session/new, and the tool call is merged with its session/update messages
-as live. --cwd and --additional-directory, when given, replace the
-directories. What explain cannot know: answers remembered for one session
-only, and the channels a human would be asked on.`,
+{...}} and {"dir":"editor",...}): the session's directories, agent and mode
+come from its initialize, session/new and mode updates, and the tool call is
+merged with its session/update messages as live. --cwd,
+--additional-directory, --agent and --agent-mode, when given, replace what
+it says. What explain cannot know: answers remembered for one session only,
+and the channels a human would be asked on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runExplain(cmd, &o, stdin, stdout, stderr)
@@ -302,10 +313,47 @@ only, and the channels a human would be asked on.`,
 	f.StringVar(&o.title, "title", "", "the tool call's title")
 	f.StringVar(&o.tool, "tool", "", "the tool's name")
 	f.StringVar(&o.mcp, "mcp", "", "an MCP tool, as server/tool")
-	f.StringVar(&o.mode, "mode", "", "the broker's --mode (default: the config's mode)")
+	f.StringVar(&o.mode, "mode", "", "the broker's --mode (default: the agent's mode, else the config's)")
+	f.StringVar(&o.agent, "agent", "", "the agent, as its initialize names it (agentInfo.name)")
+	f.StringVar(&o.agentMode, "agent-mode", "", "the session's mode as the agent reports it (Claude Code's plan, acceptEdits, ...)")
+	f.StringArrayVar(&o.protect, "protect", nil, "a file the running broker writes and so protects: its --audit, --trace or --log-file (repeatable)")
 	f.StringArrayVar(&o.dirs, "additional-directory", nil, "one of the session's additionalDirectories (repeatable)")
 	f.StringVar(&o.transcript, "transcript", "", "replay this JSONL transcript of the session first (a --trace file)")
+	cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(rules.Modes, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(rules.Kinds, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("agent", cobra.FixedCompletions(knownAgentNames(), cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("agent-mode", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return knownAgentModes(o.agent), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
+}
+
+// knownAgentNames are the agentInfo.name values of the agents whose modes
+// the broker knows.
+func knownAgentNames() []string {
+	var names []string
+	for _, a := range rules.KnownAgents {
+		names = append(names, a.Names...)
+	}
+	return names
+}
+
+// knownAgentModes are the modes the broker knows of the agent named (of
+// every known agent when none is).
+func knownAgentModes(agent string) []string {
+	var modes []string
+	for _, a := range rules.KnownAgents {
+		if agent != "" && !slices.Contains(a.Names, agent) {
+			continue
+		}
+		modes = append(modes, a.Asking)
+		modes = append(modes, a.Blind...)
+		for m := range a.Broker {
+			modes = append(modes, m)
+		}
+	}
+	slices.Sort(modes)
+	return slices.Compact(modes)
 }
 
 func (o *explainOptions) fromFlags() bool {
@@ -353,6 +401,16 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 	}
 	if o.transcript == "" || cmd.Flags().Changed("additional-directory") {
 		info.AdditionalDirectories = o.dirs
+	}
+	if o.transcript == "" || cmd.Flags().Changed("agent") {
+		info.Agent = o.agent
+	}
+	if o.transcript == "" || cmd.Flags().Changed("agent-mode") {
+		info.AgentMode = o.agentMode
+	}
+	if o.agentMode != "" && info.Agent == "" {
+		return userError(2, "--agent-mode without the agent: an agent's modes mean something only for the agent named",
+			"add --agent, one of: "+strings.Join(knownAgentNames(), ", "))
 	}
 	policy, loc, _, err := o.loadFor(stderr, info.Cwd)
 	if err != nil {
