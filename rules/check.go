@@ -58,9 +58,14 @@ func (f ExampleFailure) String() string {
 }
 
 // CheckExamples runs every rule's examples and counterexamples and returns
-// the ones that fail, and how many ran.
-func (p *Policy) CheckExamples(ctx Context) (failures []ExampleFailure, ran int) {
+// the ones that fail, and how many ran. A project file's examples are of a
+// session in its own directory, as its ./ is.
+func (p *Policy) CheckExamples(sessionCtx Context) (failures []ExampleFailure, ran int) {
 	for _, r := range p.Rules {
+		ctx := sessionCtx
+		if r.Base != "" {
+			ctx.Cwd = r.Base
+		}
 		for _, ex := range r.Examples {
 			ran++
 			req := ExampleRequest(ex, ctx)
