@@ -114,11 +114,6 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 			for _, w := range policy.BlindSpots() {
 				fmt.Fprintf(stderr, "acp-broker: warning: %s\n", w)
 			}
-			if policy.ProjectError != nil {
-				// The broker runs with it, asking for everything; a check
-				// says it fails.
-				return configError(policy.ProjectError)
-			}
 			errs := 0
 			for _, p := range policy.Problems(rules.Environment{Getenv: os.Getenv, LookPath: exec.LookPath, UserConfig: loc.User}) {
 				fmt.Fprintf(stderr, "acp-broker: %s: %s\n", p.Severity, p)
@@ -128,6 +123,11 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 				if p.Severity == rules.Error {
 					errs++
 				}
+			}
+			if policy.ProjectError != nil {
+				// The broker runs with it, asking for everything; a check
+				// says it fails.
+				return configError(policy.ProjectError)
 			}
 			failures, ran := policy.CheckExamples(rules.Context{Cwd: cwd, Home: loc.Home})
 			for _, f := range failures {
