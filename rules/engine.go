@@ -690,8 +690,8 @@ func anyGlob(globs []*glob, s string) bool {
 }
 
 // anyPath matches a path against patterns; `./` patterns match the session's
-// working directory (a rule's Base instead, see covers) and its additional directories (never a directory the
-// request names itself).
+// working directory (a rule's Base instead, see covers) and its additional
+// directories (never a directory the request names itself).
 func anyPath(patterns []*pathPattern, path, home string, ctx Context) bool {
 	for _, pat := range patterns {
 		if pat.match(path, home, ctx.Cwd) {
