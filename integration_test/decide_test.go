@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -326,19 +327,25 @@ func (d *decider) askedThen(req, answer, sent string) {
 }
 
 // explainArgs are the flags of `acp-broker rules explain` that load the
-// rules and mode a broker started with args loads.
+// rules and mode a broker started with args loads, and protect the files it
+// writes (its audit log, trace and log file).
 func explainArgs(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		name, value, inline := strings.Cut(args[i], "=")
-		if name != "--config" && name != "--mode" {
+		if !slices.Contains([]string{"--config", "--mode", "--audit", "--trace", "--log-file"}, name) {
 			continue
 		}
 		if !inline && i+1 < len(args) {
 			i++
 			value = args[i]
 		}
-		out = append(out, name, value)
+		switch {
+		case name == "--config" || name == "--mode":
+			out = append(out, name, value)
+		case value != "off":
+			out = append(out, "--protect", value)
+		}
 	}
 	return out
 }

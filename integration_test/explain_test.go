@@ -14,7 +14,7 @@ import (
 // explainParams runs `acp-broker rules explain --json` on a permission
 // request's params with the decider's config and state, and returns the
 // decision and the option it chose.
-func (d *decider) explainParams(t *testing.T, params string, args ...string) (decision, option string) {
+func (d *decider) explainParams(t testing.TB, params string, args ...string) (decision, option string) {
 	t.Helper()
 	cmd := exec.Command(brokerBin, append([]string{"rules", "explain", "--json", "--config", d.config, "--cwd", d.cwd}, args...)...)
 	cmd.Env = append(testEnv(), d.env...)

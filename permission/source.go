@@ -40,6 +40,8 @@ type RuleSource struct {
 	// audit, if set, gets a line for each warning about a project file.
 	audit *Audit
 	agent string
+	// fixed is how many of a load's stamps are not of project files.
+	fixed int
 }
 
 type loaded struct {
@@ -48,8 +50,8 @@ type loaded struct {
 	// checked is when stamps were last compared with the files.
 	checked  time.Time
 	warnings []string
-	// noted is the stamp of the project file whose notes were audited.
-	noted rules.FileStamp
+	// noted are the stamps of the project files whose notes were audited.
+	noted []rules.FileStamp
 }
 
 // NewRuleSource loads every layer once for startDir and fails on any error
@@ -58,6 +60,7 @@ type loaded struct {
 // which comes with the repository, never stops it (see rules.Load).
 func NewRuleSource(opts rules.LoadOptions, startDir string, log *slog.Logger) (*RuleSource, []string, error) {
 	s := &RuleSource{opts: opts, log: log, cache: map[string]*loaded{}}
+	s.fixed = len(s.stamps(""))
 	l, err := s.load(startDir, nil)
 	if err != nil {
 		return nil, nil, err
@@ -68,13 +71,12 @@ func NewRuleSource(opts rules.LoadOptions, startDir string, log *slog.Logger) (*
 
 // files are the files whose change means reloading: every layer, the trust
 // store and the remembered answers (which other brokers may have written).
+// The project files come last, as rules.ProjectFiles finds them now: a .git
+// or a file that appears on the way is a change too.
 func (s *RuleSource) files(projectDir string) []string {
 	files := []string{s.opts.Managed, s.opts.User, filepath.Join(s.opts.StateDir, "trust.toml"), rules.StoreIn(s.opts.StateDir).Path}
 	files = append(files, s.opts.Extra...)
-	if projectDir != "" {
-		files = append(files, filepath.Join(projectDir, rules.ProjectFileName))
-	}
-	return files
+	return append(files, rules.ProjectFiles(projectDir, s.opts.Home)...)
 }
 
 func (s *RuleSource) stamps(projectDir string) []rules.FileStamp {
@@ -114,13 +116,13 @@ func (s *RuleSource) load(projectDir string, last *rules.Policy) (*loaded, error
 	opts := s.opts
 	opts.ProjectDir = projectDir
 	if last != nil {
-		opts.LastProject = last.ProjectFile()
+		opts.LastProject = last.ProjectFiles()
 	}
 	policy, warnings, err := rules.Load(opts)
 	if err != nil {
 		return nil, err
 	}
-	return &loaded{policy: policy, stamps: stamps, checked: checked, warnings: warnings, noted: projectStamp(stamps)}, nil
+	return &loaded{policy: policy, stamps: stamps, checked: checked, warnings: warnings, noted: s.projectStamps(stamps)}, nil
 }
 
 // Changed makes the next Policy check every file, whenever the last check
@@ -163,7 +165,7 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 		// is logged once per change, not once per request. A project file
 		// that changed too is trusted no more.
 		s.log.Error("a rule file is invalid; the previous rules stay in force", "err", err)
-		if projectDir != "" && projectStamp(cached.stamps) != projectStamp(current) {
+		if projectDir != "" && !slices.Equal(s.projectStamps(cached.stamps), s.projectStamps(current)) {
 			cached.policy = cached.policy.WithoutProjectAllows()
 		}
 		cached.stamps, cached.checked = current, now
@@ -177,18 +179,15 @@ func (s *RuleSource) Policy(projectDir string) (*rules.Policy, error) {
 	}
 	// Noted once per version of the project file, not at every reload that
 	// another file (a remembered answer, say) caused.
-	if !ok || cached.noted != l.noted {
+	if !ok || !slices.Equal(cached.noted, l.noted) {
 		s.note(l.policy)
 	}
 	s.cache[projectDir] = l
 	return l.policy, nil
 }
 
-// projectStamp finds the project file's stamp among a load's stamps: the
-// last one, as files lists it.
-func projectStamp(stamps []rules.FileStamp) rules.FileStamp {
-	if len(stamps) == 0 {
-		return rules.FileStamp{}
-	}
-	return stamps[len(stamps)-1]
+// projectStamps finds the project files' stamps among a load's stamps: the
+// last ones, as files lists them.
+func (s *RuleSource) projectStamps(stamps []rules.FileStamp) []rules.FileStamp {
+	return stamps[min(s.fixed, len(stamps)):]
 }

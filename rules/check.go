@@ -2,7 +2,11 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -54,9 +58,14 @@ func (f ExampleFailure) String() string {
 }
 
 // CheckExamples runs every rule's examples and counterexamples and returns
-// the ones that fail, and how many ran.
-func (p *Policy) CheckExamples(ctx Context) (failures []ExampleFailure, ran int) {
+// the ones that fail, and how many ran. A project file's examples are of a
+// session in its own directory, as its ./ is.
+func (p *Policy) CheckExamples(sessionCtx Context) (failures []ExampleFailure, ran int) {
 	for _, r := range p.Rules {
+		ctx := sessionCtx
+		if r.Base != "" {
+			ctx.Cwd = r.Base
+		}
 		for _, ex := range r.Examples {
 			ran++
 			req := ExampleRequest(ex, ctx)
@@ -174,4 +183,173 @@ func globSources(gs []*glob) []string {
 		out = append(out, g.src)
 	}
 	return out
+}
+
+// Severity is how bad a Problem is: an error is a set-up the broker would
+// refuse to start with, or one that fails when it is used; a warning is one
+// that works but never does what it says.
+type Severity string
+
+const (
+	Warning Severity = "warning"
+	Error   Severity = "error"
+)
+
+// Problem is a mistake in a set-up that parses: one `rules check` reports so
+// that it is found before the broker runs, not in the first hour of use.
+type Problem struct {
+	Severity Severity
+	// Where is file:line, or "" for the set-up as a whole.
+	Where string
+	Msg   string
+	Hint  string
+}
+
+func (p Problem) String() string {
+	if p.Where == "" {
+		return p.Msg
+	}
+	return p.Where + ": " + p.Msg
+}
+
+// Environment is what the broker will start with, as far as a set-up depends
+// on it.
+type Environment struct {
+	Getenv   func(string) string
+	LookPath func(string) (string, error)
+	// UserConfig is where the user config is looked for.
+	UserConfig string
+}
+
+// Problems finds the set-up's mistakes that parse: what makes the broker
+// refuse to start (a channel's secret unset, route = "channels" with no
+// channel), fail when used (an exec channel whose program cannot run),
+// confuse the audit log (duplicate rule ids), or never do what it says (an
+// allow rule that can never allow a command, channels never asked).
+func (p *Policy) Problems(env Environment) []Problem {
+	var out []Problem
+	add := func(sev Severity, where, hint, format string, args ...any) {
+		out = append(out, Problem{Severity: sev, Where: where, Msg: fmt.Sprintf(format, args...), Hint: hint})
+	}
+	if !slices.ContainsFunc(p.Files, func(f *File) bool { return f.Layer == User }) {
+		add(Warning, "", "run `acp-broker init` to write a commented starter config there",
+			"no user config (%s): only the built-in defaults and the project's rules apply", env.UserConfig)
+	}
+	out = append(out, p.duplicateIDs()...)
+	for _, r := range p.Rules {
+		if r.Decision == Allow && slices.Contains(r.Kinds, "execute") && len(r.Commands) == 0 && len(r.CommandRegex) == 0 {
+			add(Warning, r.Where(), `name the commands it allows: command = "make test" (or command_regex); kind = "execute" alone matches no command`,
+				"allow rule %s names kind \"execute\" but no command or command_regex: it can never allow a command, since an allow rule covers a command only through those (requests for commands stay asked)", r.Name())
+		}
+	}
+	cfg, channels := p.AskSettings()
+	askAt := func(key string) string {
+		if at := p.askWhere(key); at != "" || len(channels) == 0 {
+			return at
+		}
+		return fmt.Sprintf("%s:%d", channels[0].File, channels[0].Line)
+	}
+	for _, c := range channels {
+		where := fmt.Sprintf("%s:%d", c.File, c.Line)
+		switch c.Type {
+		case "exec":
+			if _, err := env.LookPath(c.Command[0]); err != nil {
+				add(Error, where, "give the program's full path, or install it in a directory of the PATH the broker starts with",
+					"%s: its command %q cannot be run (%s): every prompt to it would fail", c, c.Command[0], notRunnable(c.Command[0], err, env))
+			} else if !filepath.IsAbs(c.Command[0]) && strings.Contains(c.Command[0], "/") {
+				add(Warning, where, "give the program's full path",
+					"%s: its command %q is relative to the directory the broker is started in, which is the editor's choice, not this one", c, c.Command[0])
+			}
+		case "ntfy":
+			if c.TokenEnv != "" && env.Getenv(c.TokenEnv) == "" {
+				add(Error, where, fmt.Sprintf("set %s in the environment your editor starts acp-broker with (it may differ from this shell's), or remove token_env for a public server", c.TokenEnv),
+					"%s: the environment variable %s (token_env) is not set: the broker would refuse to start", c, c.TokenEnv)
+			}
+		case "webhook":
+			if env.Getenv(c.SecretEnv) == "" {
+				add(Error, where, fmt.Sprintf("set %s in the environment your editor starts acp-broker with (it may differ from this shell's)", c.SecretEnv),
+					"%s: the environment variable %s (secret_env) is not set: the broker would refuse to start", c, c.SecretEnv)
+			}
+		}
+	}
+	switch {
+	case cfg.Route == "channels" && len(channels) == 0:
+		add(Error, askAt("route"), `add a [[channel]] table, or route = "editor"`,
+			`[ask] route = "channels", but no [[channel]] is configured: the broker would refuse to start`)
+	case cfg.Route == "both" && cfg.EscalateAfter > 0 && len(channels) == 0:
+		add(Error, askAt("escalate_after"), `add a [[channel]] table, or remove escalate_after`,
+			`[ask] route = "both" with escalate_after, but no [[channel]] is configured: the broker would refuse to start`)
+	case cfg.Route == "both" && len(channels) == 0:
+		add(Warning, askAt("route"), `add a [[channel]] table, or route = "editor"`,
+			`[ask] route = "both", but no [[channel]] is configured: only the editor is asked`)
+	case cfg.Route == "editor" && cfg.EscalateAfter > 0 && len(channels) == 0:
+		add(Warning, askAt("escalate_after"), "add a [[channel]] table, or remove escalate_after",
+			"[ask] escalate_after = %q, but no [[channel]] is configured: nothing is escalated to", cfg.EscalateAfter)
+	case cfg.Route == "editor" && cfg.EscalateAfter == 0 && len(channels) > 0:
+		add(Warning, askAt("route"), `set route = "both" to ask them with the editor, or escalate_after = "2m" to ask them when the editor has not answered by then`,
+			"%d [[channel]] configured, but [ask] route is \"editor\" with no escalate_after: the channels are never asked", len(channels))
+	case cfg.Route == "editor" && cfg.EscalateAfter > 0 && cfg.Timeout > 0 && cfg.Timeout <= cfg.EscalateAfter:
+		add(Warning, askAt("timeout"), "make timeout longer than escalate_after",
+			"[ask] timeout = %q is not longer than escalate_after = %q: a request is rejected before the channels are asked", cfg.Timeout, cfg.EscalateAfter)
+	}
+	return out
+}
+
+// notRunnable says why exec.LookPath did not find a program: for a name it
+// looked up in PATH, a file of that name there that is not executable is
+// named, since LookPath passes over it in silence.
+func notRunnable(name string, err error, env Environment) string {
+	if !strings.Contains(name, "/") {
+		for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
+			if dir == "" {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if fi, statErr := os.Stat(path); statErr == nil && !fi.IsDir() && fi.Mode()&0o111 == 0 {
+				return path + " is not executable"
+			}
+		}
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err.Error()
+	}
+	return err.Error()
+}
+
+// duplicateIDs reports each rule id given to more than one rule: the audit
+// log, explain and list name a rule by its id, which must then say which.
+func (p *Policy) duplicateIDs() []Problem {
+	var out []Problem
+	first := map[string]*Rule{}
+	for _, r := range p.Rules {
+		if r.ID == "" || r.Layer == Remembered {
+			continue
+		}
+		if f, seen := first[r.ID]; seen {
+			out = append(out, Problem{Severity: Error, Where: r.Where(), Hint: "give each rule its own id",
+				Msg: fmt.Sprintf("rule id %q is already used at %s: the audit log and explain would not say which rule decided", r.ID, f.Where())})
+			continue
+		}
+		first[r.ID] = r
+	}
+	return out
+}
+
+// askWhere locates a key of the [ask] table in force (see AskSettings), or
+// its header; "" when no file sets one.
+func (p *Policy) askWhere(key string) string {
+	for _, layer := range []Layer{Managed, User} {
+		for _, f := range p.Files {
+			if f.Layer != layer || f.Ask == nil {
+				continue
+			}
+			data, err := os.ReadFile(f.Path)
+			if err != nil {
+				return f.Path
+			}
+			return fmt.Sprintf("%s:%d", f.Path, newLocator(string(data)).tableKey(key, "ask").line)
+		}
+	}
+	return ""
 }

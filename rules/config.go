@@ -44,7 +44,8 @@ const (
 	Managed Layer = "managed"
 	// User is the user's own config, and any file given with --config.
 	User Layer = "user"
-	// Project is .acp-broker.toml in the session's working directory. It
+	// Project is .acp-broker.toml in the session's working directory and
+	// the ones above it up to the repository's root (see ProjectFiles). It
 	// comes with the repository and may be hostile: its allow rules and its
 	// loosening settings apply only once the user trusts its exact content.
 	Project Layer = "project"
@@ -86,6 +87,9 @@ type Rule struct {
 	// Inactive is set for a project file's allow rule while the file is not
 	// trusted: it is listed but never applies.
 	Inactive bool
+	// Base, for the rule of a project file in a directory above the
+	// session's, is that directory: what `./` means in its paths.
+	Base string
 
 	// prefixWords, for a remembered `git push *`, is the number of words
 	// before the `*`: the command must also stay within what the prefix

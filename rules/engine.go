@@ -631,8 +631,12 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		if len(r.Paths) == 0 {
 			return !r.hasActionMatcher() && (deny || !a.path.Write)
 		}
-		raw := anyPath(r.Paths, a.path.Abs, p.home, req.ctx)
-		resolved := anyPath(r.Paths, a.path.Resolved, p.home, req.ctx)
+		ctx := req.ctx
+		if r.Base != "" {
+			ctx.Cwd = r.Base
+		}
+		raw := anyPath(r.Paths, a.path.Abs, p.home, ctx)
+		resolved := anyPath(r.Paths, a.path.Resolved, p.home, ctx)
 		if deny {
 			return raw || resolved
 		}
@@ -686,8 +690,8 @@ func anyGlob(globs []*glob, s string) bool {
 }
 
 // anyPath matches a path against patterns; `./` patterns match the session's
-// working directory and its additional directories (never a directory the
-// request names itself).
+// working directory (a rule's Base instead, see covers) and its additional
+// directories (never a directory the request names itself).
 func anyPath(patterns []*pathPattern, path, home string, ctx Context) bool {
 	for _, pat := range patterns {
 		if pat.match(path, home, ctx.Cwd) {

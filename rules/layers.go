@@ -15,7 +15,8 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// ProjectFileName is the project layer's file, in the session's directory.
+// ProjectFileName is the project layer's file, in the session's directory
+// and the ones above it (see ProjectFiles).
 const ProjectFileName = ".acp-broker.toml"
 
 // Locations are where the broker keeps its files.
@@ -65,11 +66,11 @@ func (l Locations) brokerFiles(extra []string) []string {
 type LoadOptions struct {
 	Locations
 	Extra      []string // --config files, part of the user layer
-	ProjectDir string   // the session's working directory; "" for none
-	// LastProject is the project file that was in force before, if any:
-	// when the file no longer reads, its deny and ask rules stay (and
-	// nothing else of it).
-	LastProject *File
+	ProjectDir string   // the session's working directory, where ProjectFiles looks; "" for none
+	// LastProject are the project files that were in force before: when
+	// one no longer reads, its deny and ask rules stay (and nothing else
+	// of it).
+	LastProject []*File
 	// Protect lists more of the broker's own files (its audit log, trace and
 	// log file) that agents must not touch.
 	Protect []string
@@ -78,7 +79,7 @@ type LoadOptions struct {
 // Load reads every layer and returns the policy and any warnings. A managed
 // or user file that does not parse, a managed file that anyone but root
 // could have written, or a --config file that does not exist stops with an
-// error: nothing falls back to a looser policy. The project file never
+// error: nothing falls back to a looser policy. A project file never
 // stops Load (it comes with the repository, which must not be able to deny
 // the user the agent): a problem with it is the policy's ProjectError, and
 // every request is then asked.
@@ -116,9 +117,7 @@ func Load(opts LoadOptions) (*Policy, []string, error) {
 	if opts.ProjectDir != "" {
 		project = loadProject(opts)
 		warnings = append(warnings, project.warnings...)
-		if project.file != nil {
-			files = append(files, project.file)
-		}
+		files = append(files, project.files...)
 	}
 	if opts.StateDir != "" {
 		f, warn := rememberedFile(opts.StateDir, opts.ProjectDir)

@@ -16,11 +16,13 @@ import (
 // end.
 const MaxProjectFileSize = 1 << 20
 
-// projectLayer is what Load made of the session directory's project file.
+// projectLayer is what Load made of the project files that apply to the
+// session's directory (see ProjectFiles).
 type projectLayer struct {
-	file *File
-	// problem is why the file, which exists, is not in force: it cannot be
-	// read safely or does not parse.
+	// files are the files in force, nearest the session first.
+	files []*File
+	// problem is why a file, which exists, is not in force: it cannot be
+	// read safely or does not parse (the nearest such file).
 	problem *ConfigError
 	// notes are the warnings that also go to the audit log: settings
 	// ignored, and the problem.
@@ -28,15 +30,73 @@ type projectLayer struct {
 	warnings []string
 }
 
-// loadProject reads the project layer; it never fails. A file that cannot be
-// read safely or does not parse leaves, of the project layer, only the deny
-// and ask rules of the file that was in force before (opts.LastProject),
+// ProjectFiles are the project files that apply to a session in dir, nearest
+// first: dir's own and one in each directory above it, up to and including
+// the repository's root (the nearest directory holding a .git, directory or
+// file) or the user's home, whichever comes first, and never above. The walk
+// is lexical, on the cleaned path: no link on the way is followed to find a
+// parent, so neither a linked directory nor ".." leads it out of the
+// repository. Where neither a .git nor home is on the way (a session in
+// /tmp/x), only dir's own file applies, and none in / without a .git: a
+// directory above the session that is neither the repository's nor the
+// user's is no place to take rules from (in /tmp anyone may write one).
+//
+// All of them apply together, each trusted or not by itself, deny beating
+// ask beating allow as across layers: a file closer to the session (one a
+// checkout or an agent put in a subdirectory) adds its denies and, once
+// trusted, its allows, and takes nothing away from the repository's.
+func ProjectFiles(dir, home string) []string {
+	if dir == "" {
+		return nil
+	}
+	dir = filepath.Clean(dir)
+	if home != "" {
+		home = filepath.Clean(home)
+	}
+	if !filepath.IsAbs(dir) {
+		return []string{filepath.Join(dir, ProjectFileName)}
+	}
+	var files []string
+	for d := dir; ; d = filepath.Dir(d) {
+		files = append(files, filepath.Join(d, ProjectFileName))
+		if holdsGit(d) || (d == home && home != "/") {
+			return files
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	if dir == "/" {
+		return nil
+	}
+	return files[:1]
+}
+
+// holdsGit reports whether dir is a repository's root: it holds a .git, a
+// directory or (a worktree's, a submodule's) a file.
+func holdsGit(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil
+}
+
+// loadProject reads the project layer; it never fails. A file that cannot
+// be read safely or does not parse leaves, of that file, only the deny and
+// ask rules of its version that was in force before (in opts.LastProject),
 // and makes the policy ask for everything.
 func loadProject(opts LoadOptions) projectLayer {
 	var l projectLayer
-	path, data, exists, err := readProjectFile(opts.ProjectDir)
+	for _, path := range ProjectFiles(opts.ProjectDir, opts.Home) {
+		l.load(opts, path)
+	}
+	return l
+}
+
+// load reads one project file into the layer.
+func (l *projectLayer) load(opts LoadOptions, path string) {
+	dir := filepath.Dir(path)
+	_, data, exists, err := readProjectFile(dir)
 	if !exists {
-		return l
+		return
 	}
 	var f *File
 	if err == nil {
@@ -50,15 +110,20 @@ func loadProject(opts LoadOptions) projectLayer {
 		if !errors.As(err, &ce) {
 			ce = &ConfigError{File: path, Msg: err.Error()}
 		}
-		l.problem = ce
+		if l.problem == nil {
+			l.problem = ce
+		}
 		note := fmt.Sprintf("%v: every request of a session in %s is asked until the file is fixed", ce, opts.ProjectDir)
-		if opts.LastProject != nil {
-			l.file = opts.LastProject.strictOnly()
-			note += "; the deny and ask rules of its last readable version stay in force"
+		for _, last := range opts.LastProject {
+			if last.Path == path {
+				l.files = append(l.files, last.strictOnly())
+				note += "; the deny and ask rules of its last readable version stay in force"
+				break
+			}
 		}
 		l.notes = append(l.notes, note)
 		l.warnings = append(l.warnings, note)
-		return l
+		return
 	}
 	l.notes = append(l.notes, f.Ignored...)
 	l.warnings = append(l.warnings, f.Ignored...)
@@ -69,12 +134,18 @@ func loadProject(opts LoadOptions) projectLayer {
 	f.Trusted = trusted
 	switch {
 	case changed:
-		l.warnings = append(l.warnings, fmt.Sprintf("%s changed since you trusted it: its allow rules are off until you run 'acp-broker trust %s' again", path, opts.ProjectDir))
+		l.warnings = append(l.warnings, fmt.Sprintf("%s changed since you trusted it: its allow rules are off until you run 'acp-broker trust %s' again", path, dir))
 	case !trusted && hasLoosening(f):
-		l.warnings = append(l.warnings, fmt.Sprintf("%s is not trusted: its ask and deny rules apply, its allow rules and loosening settings do not ('acp-broker trust %s' after reading it)", path, opts.ProjectDir))
+		l.warnings = append(l.warnings, fmt.Sprintf("%s is not trusted: its ask and deny rules apply, its allow rules and loosening settings do not ('acp-broker trust %s' after reading it)", path, dir))
 	}
-	l.file = f
-	return l
+	if dir != filepath.Clean(opts.ProjectDir) {
+		// Its ./ is the directory its author wrote it in: a repository's
+		// deny ./secrets/** denies repo/secrets to a session in repo/sub.
+		for _, r := range f.Rules {
+			r.Base = dir
+		}
+	}
+	l.files = append(l.files, f)
 }
 
 // readProjectFile reads dir's project file if it is a regular file of at
@@ -173,14 +244,16 @@ func (f *File) strictOnly() *File {
 	return c
 }
 
-// ProjectFile returns the project layer's file in force, or nil.
-func (p *Policy) ProjectFile() *File {
+// ProjectFiles returns the project layer's files in force, nearest the
+// session first.
+func (p *Policy) ProjectFiles() []*File {
+	var files []*File
 	for _, f := range p.Files {
 		if f.Layer == Project {
-			return f
+			files = append(files, f)
 		}
 	}
-	return nil
+	return files
 }
 
 // WithoutProjectAllows is the policy with its project file cut to its deny

@@ -89,7 +89,7 @@ func TestProjectFileIsReadOnlyIfRegularAndSmall(t *testing.T) {
 			if len(p.ProjectNotes) != 1 || len(warnings) != 1 || !strings.Contains(warnings[0], "is asked until the file is fixed") {
 				t.Errorf("notes = %q, warnings = %q", p.ProjectNotes, warnings)
 			}
-			if f := p.ProjectFile(); f != nil {
+			if f := p.ProjectFiles(); len(f) > 0 {
 				t.Errorf("a project file that was not read is in the policy: %+v", f)
 			}
 			ctx := Context{Cwd: repo, Home: loc.Home}
@@ -124,7 +124,7 @@ func TestProjectFileLinkInsideTheProject(t *testing.T) {
 	must(t, os.Symlink(filepath.Join("config", "broker.toml"), filepath.Join(repo, ProjectFileName)))
 	p, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo})
 	must(t, err)
-	if p.ProjectError != nil || p.ProjectFile() == nil {
+	if p.ProjectError != nil || len(p.ProjectFiles()) == 0 {
 		t.Fatalf("ProjectError = %v", p.ProjectError)
 	}
 	if v := p.Decide(command(t, "make deploy prod", Context{Cwd: repo, Home: loc.Home})); v.Decision != Deny {
@@ -148,7 +148,7 @@ func TestBrokenProjectFileKeepsOnlyTheLastDenies(t *testing.T) {
 		t.Fatalf("trusted file: %s, mode %q", v.Decision, good.Mode)
 	}
 	writeFile(t, path, projectRules+"\n[[rule]]\ncomand = \"x\"\n", 0o644)
-	broken, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo, LastProject: good.ProjectFile()})
+	broken, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo, LastProject: good.ProjectFiles()})
 	must(t, err)
 	if v := broken.Decide(command(t, "make build", ctx)); v.Decision != Ask || v.Source != "project file" {
 		t.Errorf("make build: %s (%s)", v.Decision, v.Source)
@@ -164,7 +164,7 @@ func TestBrokenProjectFileKeepsOnlyTheLastDenies(t *testing.T) {
 		t.Errorf("the earlier policy changed: %s", v.Decision)
 	}
 	// A second broken version keeps the same denies.
-	again, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo, LastProject: broken.ProjectFile()})
+	again, _, err := Load(LoadOptions{Locations: loc, ProjectDir: repo, LastProject: broken.ProjectFiles()})
 	must(t, err)
 	if v := again.Decide(command(t, "make deploy prod", ctx)); v.Decision != Deny {
 		t.Errorf("make deploy after a second broken version: %s", v.Decision)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,11 +27,14 @@ import (
 type layerOptions struct {
 	configs []string
 	cwd     string
+	// protect are more files the broker protects: a running broker's own
+	// --audit, --trace and --log-file (explain's --protect).
+	protect []string
 }
 
 func (o *layerOptions) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.configs, "config", nil, "also load this rule file, as part of the user layer (repeatable)")
-	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working directory, whose .acp-broker.toml is the project layer (default: the current directory)")
+	cmd.Flags().StringVar(&o.cwd, "cwd", "", "the session's working directory, where the project files are looked up from (default: the current directory)")
 }
 
 // load reads every layer. Warnings go to stderr; a broken file is an error
@@ -65,7 +69,7 @@ func (o *layerOptions) loadFor(stderr io.Writer, cwd string) (*rules.Policy, rul
 	if err != nil {
 		return nil, loc, "", userError(1, err.Error())
 	}
-	policy, warnings, err := rules.Load(rules.LoadOptions{Locations: loc, Extra: o.configs, ProjectDir: cwd})
+	policy, warnings, err := rules.Load(rules.LoadOptions{Locations: loc, Extra: o.configs, ProjectDir: cwd, Protect: o.protect})
 	if err != nil {
 		return nil, loc, cwd, configError(err)
 	}
@@ -110,6 +114,16 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 			for _, w := range policy.BlindSpots() {
 				fmt.Fprintf(stderr, "acp-broker: warning: %s\n", w)
 			}
+			errs := 0
+			for _, p := range policy.Problems(rules.Environment{Getenv: os.Getenv, LookPath: exec.LookPath, UserConfig: loc.User}) {
+				fmt.Fprintf(stderr, "acp-broker: %s: %s\n", p.Severity, p)
+				if p.Hint != "" {
+					fmt.Fprintf(stderr, "acp-broker: hint: %s\n", p.Hint)
+				}
+				if p.Severity == rules.Error {
+					errs++
+				}
+			}
 			if policy.ProjectError != nil {
 				// The broker runs with it, asking for everything; a check
 				// says it fails.
@@ -119,13 +133,16 @@ func newRulesCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 			for _, f := range failures {
 				fmt.Fprintf(stderr, "acp-broker: error: %s\n", f)
 			}
-			if len(failures) > 0 {
+			switch {
+			case len(failures) > 0 && errs > 0:
+				return userError(1, fmt.Sprintf("%d of %d examples failed, and %s", len(failures), ran, plural(errs, "set-up error")))
+			case len(failures) > 0:
 				return userError(1, fmt.Sprintf("%d of %d examples failed", len(failures), ran))
+			case errs > 0:
+				return userError(1, plural(errs, "set-up error"))
 			}
 			fmt.Fprintf(stdout, "%d rule files, %d rules, %d examples: ok\n", len(policy.Files), len(policy.Rules), ran)
-			for _, f := range policy.Files {
-				fmt.Fprintf(stdout, "  %s (%s)\n", f.Path, f.Layer)
-			}
+			printFiles(stdout, policy)
 			return nil
 		},
 	}
@@ -140,7 +157,7 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Print the effective rules with their file, line and layer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			policy, _, _, err := o.load(stderr)
+			policy, loc, cwd, err := o.load(stderr)
 			if err != nil {
 				return err
 			}
@@ -159,6 +176,9 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 				fmt.Fprintf(stdout, ", mode = %q", policy.Mode)
 			}
 			fmt.Fprintln(stdout)
+			for _, line := range projectLines(policy, cwd, loc.Home) {
+				fmt.Fprintf(stdout, "project:  %s\n", line)
+			}
 			if policy.ProjectError != nil {
 				fmt.Fprintf(stdout, "every request is asked: the project file is not in force (%v)\n", policy.ProjectError)
 			}
@@ -167,6 +187,52 @@ func newRulesListCmd(stdout, stderr io.Writer) *cobra.Command {
 	}
 	o.register(cmd)
 	return cmd
+}
+
+// printFiles lists the rule files in force, one a line, with their layer
+// and, for a project file, whether it is trusted.
+func printFiles(w io.Writer, policy *rules.Policy) {
+	for _, f := range policy.Files {
+		note := string(f.Layer)
+		if f.Layer == rules.Project {
+			note += ", " + trustWord(f)
+		}
+		fmt.Fprintf(w, "  %s (%s)\n", f.Path, note)
+	}
+}
+
+func trustWord(f *rules.File) string {
+	if f.Trusted {
+		return "trusted"
+	}
+	return "untrusted"
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// projectLines say which project files apply to a session in cwd, nearest
+// first, or where none was found.
+func projectLines(policy *rules.Policy, cwd, home string) []string {
+	var lines []string
+	for _, f := range policy.ProjectFiles() {
+		lines = append(lines, fmt.Sprintf("%s (%s)", f.Path, trustWord(f)))
+	}
+	if len(lines) > 0 || policy.ProjectError != nil {
+		return lines
+	}
+	looked := rules.ProjectFiles(cwd, home)
+	switch len(looked) {
+	case 0:
+		return []string{"none (no project file is read for a session in " + cwd + ")"}
+	case 1:
+		return []string{"none (" + looked[0] + " does not exist)"}
+	}
+	return []string{fmt.Sprintf("none (no %s from %s up to %s)", rules.ProjectFileName, cwd, filepath.Dir(looked[len(looked)-1]))}
 }
 
 // describeRule summarises a rule's matchers on one line.
@@ -199,6 +265,8 @@ type explainOptions struct {
 	tool       string
 	mcp        string
 	mode       string
+	agent      string
+	agentMode  string
 	dirs       []string
 	transcript string
 }
@@ -217,13 +285,19 @@ exactly, the mode applied, and the option of the decided kind chosen; a
 request that offers no such option is asked. A request built from the flags
 offers allow_once and reject_once.
 
+The mode is --mode, else the one the agent's own mode stands for (--agent
+and --agent-mode, or what a transcript shows), else the config's, as live.
+The broker protects its own audit log, trace and log file: give those of
+the running broker with --protect.
+
 --transcript replays what the agent and the editor sent before the request,
 as the broker's --trace file records it (or lines {"dir":"agent","message":
-{...}} and {"dir":"editor",...}): the session's directories come from its
-session/new, and the tool call is merged with its session/update messages
-as live. --cwd and --additional-directory, when given, replace the
-directories. What explain cannot know: answers remembered for one session
-only, and the channels a human would be asked on.`,
+{...}} and {"dir":"editor",...}): the session's directories, agent and mode
+come from its initialize, session/new and mode updates, and the tool call is
+merged with its session/update messages as live. --cwd,
+--additional-directory, --agent and --agent-mode, when given, replace what
+it says. What explain cannot know: answers remembered for one session only,
+and the channels a human would be asked on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runExplain(cmd, &o, stdin, stdout, stderr)
@@ -239,10 +313,47 @@ only, and the channels a human would be asked on.`,
 	f.StringVar(&o.title, "title", "", "the tool call's title")
 	f.StringVar(&o.tool, "tool", "", "the tool's name")
 	f.StringVar(&o.mcp, "mcp", "", "an MCP tool, as server/tool")
-	f.StringVar(&o.mode, "mode", "", "the broker's --mode (default: the config's mode)")
+	f.StringVar(&o.mode, "mode", "", "the broker's --mode (default: the agent's mode, else the config's)")
+	f.StringVar(&o.agent, "agent", "", "the agent, as its initialize names it (agentInfo.name)")
+	f.StringVar(&o.agentMode, "agent-mode", "", "the session's mode as the agent reports it (Claude Code's plan, acceptEdits, ...)")
+	f.StringArrayVar(&o.protect, "protect", nil, "a file the running broker writes and so protects: its --audit, --trace or --log-file (repeatable)")
 	f.StringArrayVar(&o.dirs, "additional-directory", nil, "one of the session's additionalDirectories (repeatable)")
 	f.StringVar(&o.transcript, "transcript", "", "replay this JSONL transcript of the session first (a --trace file)")
+	cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(rules.Modes, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(rules.Kinds, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("agent", cobra.FixedCompletions(knownAgentNames(), cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("agent-mode", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return knownAgentModes(o.agent), cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
+}
+
+// knownAgentNames are the agentInfo.name values of the agents whose modes
+// the broker knows.
+func knownAgentNames() []string {
+	var names []string
+	for _, a := range rules.KnownAgents {
+		names = append(names, a.Names...)
+	}
+	return names
+}
+
+// knownAgentModes are the modes the broker knows of the agent named (of
+// every known agent when none is).
+func knownAgentModes(agent string) []string {
+	var modes []string
+	for _, a := range rules.KnownAgents {
+		if agent != "" && !slices.Contains(a.Names, agent) {
+			continue
+		}
+		modes = append(modes, a.Asking)
+		modes = append(modes, a.Blind...)
+		for m := range a.Broker {
+			modes = append(modes, m)
+		}
+	}
+	slices.Sort(modes)
+	return slices.Compact(modes)
 }
 
 func (o *explainOptions) fromFlags() bool {
@@ -291,6 +402,16 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 	if o.transcript == "" || cmd.Flags().Changed("additional-directory") {
 		info.AdditionalDirectories = o.dirs
 	}
+	if o.transcript == "" || cmd.Flags().Changed("agent") {
+		info.Agent = o.agent
+	}
+	if o.transcript == "" || cmd.Flags().Changed("agent-mode") {
+		info.AgentMode = o.agentMode
+	}
+	if o.agentMode != "" && info.Agent == "" {
+		return userError(2, "--agent-mode without the agent: an agent's modes mean something only for the agent named",
+			"add --agent, one of: "+strings.Join(knownAgentNames(), ", "))
+	}
 	policy, loc, _, err := o.loadFor(stderr, info.Cwd)
 	if err != nil {
 		return err
@@ -325,9 +446,15 @@ func runExplain(cmd *cobra.Command, o *explainOptions, stdin io.Reader, stdout, 
 	if o.json {
 		v := explainJSON(ev)
 		v.Caveats = caveats
+		for _, f := range policy.ProjectFiles() {
+			v.ProjectFiles = append(v.ProjectFiles, projectFileJSON{Path: f.Path, Trusted: f.Trusted})
+		}
 		return json.NewEncoder(stdout).Encode(v)
 	}
 	printExplain(stdout, ev)
+	for _, line := range projectLines(policy, info.Cwd, loc.Home) {
+		fmt.Fprintf(stdout, "project:  %s\n", line)
+	}
 	for _, c := range caveats {
 		fmt.Fprintf(stdout, "caveat:   %s\n", c)
 	}
@@ -468,6 +595,14 @@ type verdictJSON struct {
 	// Caveats name what a running broker may know and explain cannot
 	// (answers remembered for the session only, a proxy's list_changed).
 	Caveats []string `json:"caveats,omitempty"`
+	// ProjectFiles are the project files in force, nearest the session
+	// first.
+	ProjectFiles []projectFileJSON `json:"project_files,omitempty"`
+}
+
+type projectFileJSON struct {
+	Path    string `json:"path"`
+	Trusted bool   `json:"trusted"`
 }
 
 // explainJSON is the evaluation as --json prints it: "decision" is what the
@@ -546,7 +681,9 @@ func newTrustCmd(stdout, stderr io.Writer) *cobra.Command {
 Its ask and deny rules always apply; its allow rules and loosening settings
 apply only after you trust its exact content. Read the file first: this
 command records its path and SHA-256, and any later change to the file makes
-it untrusted again.`,
+it untrusted again. A session reads the .acp-broker.toml of its directory
+and of each one above it up to the repository's root: each is trusted by
+itself, in its own directory.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -559,7 +696,17 @@ it untrusted again.`,
 			}
 			path, sum, err := rules.Trust(loc.StateDir, dir)
 			if errors.Is(err, fs.ErrNotExist) {
-				return userError(1, fmt.Sprintf("no %s in %s", rules.ProjectFileName, dir))
+				// Trust is of one file, by its path: the one a session here
+				// reads from above must be named.
+				var hints []string
+				if abs, err := filepath.Abs(dir); err == nil {
+					for _, p := range rules.ProjectFiles(abs, loc.Home) {
+						if _, err := os.Lstat(p); err == nil {
+							hints = append(hints, fmt.Sprintf("a session here reads %s: read it, then acp-broker trust %s", p, filepath.Dir(p)))
+						}
+					}
+				}
+				return userError(1, fmt.Sprintf("no %s in %s", rules.ProjectFileName, dir), hints...)
 			}
 			if err != nil {
 				return configError(err)

@@ -1,0 +1,70 @@
+package permission
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/acp-broker/acp-broker/rules"
+)
+
+// TestRuleSourceReloadsTheProjectFilesFound: a running broker's rules for a
+// session in repo/sub follow the project files the lookup finds: a file that
+// appears at the repository's root applies, its edit applies, and a .git
+// that appears in sub (making sub a repository of its own) ends the lookup
+// there, as a fresh load would.
+func TestRuleSourceReloadsTheProjectFilesFound(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	repo := filepath.Join(home, "repo")
+	sub := filepath.Join(repo, "sub")
+	for _, d := range []string{filepath.Join(repo, ".git"), sub} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loc := rules.Locations{User: filepath.Join(dir, "conf", "config.toml"), StateDir: filepath.Join(dir, "state"), Home: home}
+	src, _, err := NewRuleSource(rules.LoadOptions{Locations: loc}, sub, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func() rules.Decision {
+		t.Helper()
+		p, err := src.Policy(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := rules.ReadToolCall(map[string]json.RawMessage{"kind": json.RawMessage(`"execute"`), "rawInput": json.RawMessage(`{"command":"make deploy"}`)}, rules.Context{Cwd: sub, Home: home})
+		return p.Decide(req).Decision
+	}
+	write := func(path, content string) {
+		t.Helper()
+		if err := rules.WriteFileAtomic(path, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(RecheckInterval)
+	}
+	if d := decide(); d != rules.Ask {
+		t.Fatalf("before any project file: %s", d)
+	}
+	write(filepath.Join(repo, rules.ProjectFileName), "[[rule]]\ndecision = \"deny\"\ncommand = \"make deploy\"\n")
+	if d := decide(); d != rules.Deny {
+		t.Errorf("after the repository's file appeared: %s, want deny", d)
+	}
+	write(filepath.Join(repo, rules.ProjectFileName), "[[rule]]\ndecision = \"ask\"\ncommand = \"make deploy\"\n")
+	if d := decide(); d != rules.Ask {
+		t.Errorf("after its edit: %s, want ask", d)
+	}
+	write(filepath.Join(repo, rules.ProjectFileName), "[[rule]]\ndecision = \"deny\"\ncommand = \"make deploy\"\n")
+	if d := decide(); d != rules.Deny {
+		t.Fatalf("after the edit back: %s, want deny", d)
+	}
+	write(filepath.Join(sub, ".git"), "gitdir: elsewhere\n")
+	if d := decide(); d != rules.Ask {
+		t.Errorf("after sub became a repository of its own: %s, want ask (the parent's file no longer found)", d)
+	}
+}

@@ -1,0 +1,223 @@
+package rules
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestProjectFilesLookup: the project files of a session are looked up from
+// its directory up to the repository's root or the user's home, whichever
+// comes first, never above; lexically, so that neither a linked directory
+// nor ".." leads the walk out of the repository; and, with neither on the
+// way, only the session's own.
+func TestProjectFilesLookup(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	home := filepath.Join(root, "home")
+	repo := filepath.Join(home, "src", "repo")
+	worktree := filepath.Join(home, "src", "worktree")
+	elsewhere := filepath.Join(root, "elsewhere", "repo")
+	for _, d := range []string{filepath.Join(repo, ".git"), filepath.Join(repo, "sub", "deep"), filepath.Join(worktree, "sub"),
+		filepath.Join(home, "notes", "a"), filepath.Join(root, "tmp", "x", "y"), filepath.Join(elsewhere, ".git"), filepath.Join(elsewhere, "dir")} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	writeFile(t, filepath.Join(worktree, ".git"), "gitdir: /somewhere/.git/worktrees/w\n", 0o644)
+	// repo/out is a link to another repository's directory.
+	must(t, os.Symlink(filepath.Join(elsewhere, "dir"), filepath.Join(repo, "out")))
+	files := func(dirs ...string) []string {
+		var out []string
+		for _, d := range dirs {
+			out = append(out, filepath.Join(d, ProjectFileName))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, dir string
+		want      []string
+	}{
+		{"repository_root", repo, files(repo)},
+		{"up_to_the_git_directory", filepath.Join(repo, "sub", "deep"), files(filepath.Join(repo, "sub", "deep"), filepath.Join(repo, "sub"), repo)},
+		{"up_to_a_git_file", filepath.Join(worktree, "sub"), files(filepath.Join(worktree, "sub"), worktree)},
+		{"up_to_home_without_git", filepath.Join(home, "notes", "a"), files(filepath.Join(home, "notes", "a"), filepath.Join(home, "notes"), home)},
+		{"home_itself", home, files(home)},
+		{"dot_dot_cleaned_first", filepath.Join(repo, "sub", "deep", "..", "..", "sub"), files(filepath.Join(repo, "sub"), repo)},
+		{"dot_dot_never_above_the_repository", repo + "/sub/../../repo/sub", files(filepath.Join(repo, "sub"), repo)},
+		{"linked_directory_walks_the_repository", filepath.Join(repo, "out"), files(filepath.Join(repo, "out"), repo)},
+		{"outside_home_without_git_only_its_own", filepath.Join(root, "tmp", "x", "y"), files(filepath.Join(root, "tmp", "x", "y"))},
+		{"outside_home_in_a_repository", filepath.Join(elsewhere, "dir"), files(filepath.Join(elsewhere, "dir"), elsewhere)},
+		{"none", "", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ProjectFiles(c.dir, home); !slices.Equal(got, c.want) {
+				t.Errorf("ProjectFiles(%s) =\n  %q\nwant\n  %q", c.dir, got, c.want)
+			}
+		})
+	}
+	if !holdsGit("/") {
+		if got := ProjectFiles("/", home); got != nil {
+			t.Errorf("ProjectFiles(/) = %q: / holds no .git", got)
+		}
+		if got := ProjectFiles("/", "/"); got != nil {
+			t.Errorf("ProjectFiles(/) with HOME=/ = %q: / holds no .git", got)
+		}
+	}
+}
+
+// repoWithSub makes home/repo (a repository) with a session directory
+// repo/sub, and writes repo's project file.
+func repoWithSub(t *testing.T, project string) (loc Locations, repo, sub string) {
+	t.Helper()
+	loc, _ = testLocations(t)
+	repo = filepath.Join(loc.Home, "repo")
+	sub = filepath.Join(repo, "sub")
+	must(t, os.MkdirAll(filepath.Join(repo, ".git"), 0o755))
+	must(t, os.MkdirAll(sub, 0o755))
+	writeFile(t, filepath.Join(repo, ProjectFileName), project, 0o644)
+	return loc, repo, sub
+}
+
+const repoProject = `
+[[rule]]
+id = "repo-deny-deploy"
+decision = "deny"
+command = "make deploy *"
+
+[[rule]]
+id = "repo-deny-secrets"
+decision = "deny"
+path = "./secrets/**"
+
+[[rule]]
+id = "repo-allow-make"
+decision = "allow"
+command = "make *"
+`
+
+// TestProjectFileAboveTheSessionApplies: a session in repo/sub gets
+// repo/.acp-broker.toml's rules: its denies at once, its allows only once it
+// is trusted; its ./ is repo, where it was written.
+func TestProjectFileAboveTheSessionApplies(t *testing.T) {
+	loc, repo, sub := repoWithSub(t, repoProject)
+	ctx := Context{Cwd: sub, Home: loc.Home}
+	read := func(path string) *Request {
+		return ReadToolCall(toolCall(t, `{"kind":"read","rawInput":{"file_path":"`+path+`"}}`), ctx)
+	}
+	p, warnings, err := Load(LoadOptions{Locations: loc, ProjectDir: sub})
+	must(t, err)
+	if files := p.ProjectFiles(); len(files) != 1 || files[0].Path != filepath.Join(repo, ProjectFileName) {
+		t.Fatalf("project files in force: %v", files)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "'acp-broker trust "+repo+"'") {
+		t.Errorf("warnings = %q, want the hint to trust %s", warnings, repo)
+	}
+	if v := p.Decide(command(t, "make deploy prod", ctx)); v.Decision != Deny || v.Rule == nil || v.Rule.ID != "repo-deny-deploy" {
+		t.Errorf("make deploy in repo/sub: %s (%s)", v.Decision, v.Reason)
+	}
+	if v := p.Decide(read(filepath.Join(repo, "secrets", "key"))); v.Decision != Deny {
+		t.Errorf("repo/secrets/key from repo/sub: %s (%s), want the repository's ./secrets/** to deny it", v.Decision, v.Reason)
+	}
+	if v := p.Decide(read(filepath.Join(sub, "secrets", "key"))); v.Decision != Allow {
+		t.Errorf("repo/sub/secrets/key: %s (%s), want the default (./ is repo, not the session's directory)", v.Decision, v.Reason)
+	}
+	if v := p.Decide(command(t, "make build", ctx)); v.Decision != Ask {
+		t.Errorf("make build, the untrusted repository's allow: %s", v.Decision)
+	}
+	if _, _, err := Trust(loc.StateDir, repo); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err = Load(LoadOptions{Locations: loc, ProjectDir: sub})
+	must(t, err)
+	if v := p.Decide(command(t, "make build", ctx)); v.Decision != Allow {
+		t.Errorf("make build, the trusted repository's allow: %s (%s)", v.Decision, v.Reason)
+	}
+}
+
+// TestSubdirectoryProjectFileCannotWeakenTheRepository (attack): a
+// .acp-broker.toml placed in a subdirectory, closer to the session than the
+// repository's, does not shadow the repository's deny rules, whether it is
+// trusted or not, allows everything, or does not parse.
+func TestSubdirectoryProjectFileCannotWeakenTheRepository(t *testing.T) {
+	const allowAll = `
+mode = "bypass"
+read_only = "allow"
+
+[[rule]]
+decision = "allow"
+command = ["make *", "make deploy *"]
+
+[[rule]]
+decision = "allow"
+path = ["/**", "./**"]
+`
+	for _, c := range []struct {
+		name, content string
+		trust         bool
+	}{
+		{"untrusted_allow_all", allowAll, false},
+		{"trusted_allow_all", allowAll, true},
+		{"empty", "", false},
+		{"broken", "[[rule]]\ncomand = \"x\"\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			loc, repo, sub := repoWithSub(t, repoProject)
+			writeFile(t, filepath.Join(sub, ProjectFileName), c.content, 0o644)
+			if c.trust {
+				_, _, err := Trust(loc.StateDir, sub)
+				must(t, err)
+			}
+			p, _, err := Load(LoadOptions{Locations: loc, ProjectDir: sub})
+			must(t, err)
+			ctx := Context{Cwd: sub, Home: loc.Home}
+			deploy := command(t, "make deploy prod", ctx)
+			if v := ApplyMode(p.Decide(deploy), deploy, modeOf(p)); v.Decision != Deny {
+				t.Errorf("make deploy: %s (%s), want the repository's deny", v.Decision, v.Reason)
+			}
+			secret := ReadToolCall(toolCall(t, `{"kind":"read","rawInput":{"file_path":"`+filepath.Join(repo, "secrets", "key")+`"}}`), ctx)
+			if v := p.Decide(secret); v.Decision != Deny {
+				t.Errorf("repo/secrets/key: %s (%s), want the repository's deny", v.Decision, v.Reason)
+			}
+		})
+	}
+}
+
+// modeOf is the mode a policy sets, or default.
+func modeOf(p *Policy) string {
+	if p.Mode != "" {
+		return p.Mode
+	}
+	return "default"
+}
+
+// TestNoProjectFileAboveHomeOrOutsideARepository (attack): a project file
+// above the user's home, or above a session outside home in no repository
+// (a world-writable /tmp), is never read: its rules do not apply and,
+// broken, it does not make the session ask.
+func TestNoProjectFileAboveHomeOrOutsideARepository(t *testing.T) {
+	loc, _ := testLocations(t)
+	above := filepath.Dir(loc.Home)
+	inHome := filepath.Join(loc.Home, "proj")
+	tmp := filepath.Join(above, "tmp", "session")
+	must(t, os.MkdirAll(inHome, 0o755))
+	must(t, os.MkdirAll(tmp, 0o755))
+	const denyMake = "[[rule]]\ndecision = \"deny\"\ncommand = \"make *\"\n"
+	for _, c := range []struct{ name, file, session string }{
+		{"above_home_deny", filepath.Join(above, ProjectFileName), inHome},
+		{"above_a_tmp_session_deny", filepath.Join(above, "tmp", ProjectFileName), tmp},
+	} {
+		for _, content := range []string{denyMake, "[[rule]]\ncomand = \"x\"\n"} {
+			writeFile(t, c.file, content, 0o644)
+			p, _, err := Load(LoadOptions{Locations: loc, ProjectDir: c.session})
+			must(t, err)
+			if len(p.ProjectFiles()) != 0 || p.ProjectError != nil {
+				t.Errorf("%s: %s was read (files %v, error %v)", c.name, c.file, p.ProjectFiles(), p.ProjectError)
+			}
+			if v := p.Decide(command(t, "make build", Context{Cwd: c.session, Home: loc.Home})); v.Decision != Ask {
+				t.Errorf("%s: make build %s (%s)", c.name, v.Decision, v.Reason)
+			}
+			must(t, os.Remove(c.file))
+		}
+	}
+}
