@@ -311,6 +311,10 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	if err != nil {
 		return agentStartError(err)
 	}
+	// While the agent starts: what brokers killed with SIGKILL left behind.
+	for _, dir := range mcp.RemoveDeadHubs(os.TempDir()) {
+		logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
+	}
 	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
 	if err != nil {
 		started.Stop(opts.killGrace, logger)
