@@ -316,13 +316,15 @@ func newSession(t testing.TB, o options, cmd *exec.Cmd) *session {
 }
 
 // testEnv is the environment of every process the tests start: the test's
-// own, with the fake agents first on PATH and an empty home.
+// own, with the fake agents first on PATH, an empty home and a temporary
+// directory of the run's.
 func testEnv() []string {
 	return append(os.Environ(),
 		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HOME="+homeDir,
 		"XDG_CONFIG_HOME="+filepath.Join(homeDir, ".config"),
 		"XDG_STATE_HOME="+filepath.Join(homeDir, ".local", "state"),
+		"TMPDIR="+tmpDir,
 		// A race-enabled broker otherwise sleeps a second before exiting.
 		"GORACE=atexit_sleep_ms=0")
 }

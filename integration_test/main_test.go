@@ -27,6 +27,11 @@ var (
 	noProxyConfig string
 )
 
+// tmpDir is TMPDIR for every process the tests start: what a broker killed
+// with SIGKILL (as the tests' cleanup does) leaves there, its MCP proxies'
+// socket directory say, goes with the run.
+var tmpDir string
+
 // waitTimeout bounds every wait in this package: a hang fails the test instead
 // of blocking CI.
 const waitTimeout = 60 * time.Second
@@ -49,6 +54,11 @@ func testMain(m *testing.M) int {
 	// written outside the temporary directory.
 	homeDir = filepath.Join(dir, "home")
 	if err := os.Mkdir(homeDir, 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	tmpDir = filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmpDir, 0o700); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}

@@ -17,11 +17,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -72,6 +76,12 @@ type Governor interface {
 // Hub is the broker's end of the private channel: a Unix socket in a fresh
 // 0700 directory that only the broker's user can reach, where each proxy
 // proves with its entry's random token which server it speaks for.
+//
+// The directory (hubDirPrefix + random, in the temporary directory) also
+// holds a lock file, which the hub holds locked (flock) from before its
+// socket exists until after the directory is gone: a broker killed with
+// SIGKILL cannot remove its directory, and the lock, released by the kernel
+// with the process, tells the next broker that it may (RemoveDeadHubs).
 type Hub struct {
 	// Exe is the broker's executable, which the agent starts as the proxy.
 	Exe     string
@@ -84,7 +94,8 @@ type Hub struct {
 
 	dir, path string
 	ln        *net.UnixListener
-	uid       int // the only user whose processes are served
+	lock      *os.File // the directory's lock file, held locked while the hub lives
+	uid       int      // the only user whose processes are served
 
 	mu     sync.Mutex
 	closed bool
@@ -121,7 +132,7 @@ func (h *Hub) Listen() error {
 	case h.path != "":
 		return nil // open already
 	}
-	dir, err := os.MkdirTemp("", "acp-broker-mcp-")
+	dir, err := os.MkdirTemp("", hubDirPrefix)
 	if err != nil {
 		return err
 	}
@@ -129,13 +140,24 @@ func (h *Hub) Listen() error {
 		os.RemoveAll(dir)
 		return err
 	}
-	path := filepath.Join(dir, "s")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	lock, err := os.OpenFile(filepath.Join(dir, hubLockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
 	}
-	h.dir, h.path, h.ln, h.uid = dir, path, ln, os.Getuid()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		os.RemoveAll(dir)
+		return fmt.Errorf("locking the MCP proxies' socket directory: %w", err)
+	}
+	path := filepath.Join(dir, hubSocketName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		os.RemoveAll(dir)
+		lock.Close()
+		return err
+	}
+	h.dir, h.path, h.ln, h.lock, h.uid = dir, path, ln, lock, os.Getuid()
 	h.links = map[string]*link{}
 	h.conns = map[*jsonrpc2.Conn]struct{}{}
 	go h.serve()
@@ -163,7 +185,87 @@ func (h *Hub) Close() error {
 		c.Close()
 	}
 	os.RemoveAll(h.dir)
+	h.lock.Close() // only now: the directory is gone
 	return err
+}
+
+// The names of a hub's directory (a prefix, in the temporary directory) and
+// of the files in it.
+const (
+	hubDirPrefix  = "acp-broker-mcp-"
+	hubLockName   = "lock"
+	hubSocketName = "s"
+)
+
+// RemoveDeadHubs removes from tempDir (the temporary directory the hubs of
+// this user's brokers were made in) the directories of hubs whose broker
+// is no longer running, and returns them. A directory is removed only if
+// it is a directory (not a link) owned by this user, and its hub is dead:
+//
+//   - its lock file is not locked (a live hub holds it locked), and its
+//     socket exists, which it does only once the lock was taken: a hub
+//     being set up at this moment, which has no lock file or no socket yet,
+//     is left alone;
+//   - or, for a directory made by a broker older than the lock file, its
+//     socket refuses connections (nobody listens on it).
+//
+// The lock is held while the directory is removed, so that two brokers
+// starting at once do not both remove it.
+func RemoveDeadHubs(tempDir string) []string {
+	entries, err := os.ReadDir(tempDir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), hubDirPrefix) || !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(tempDir, e.Name())
+		if removeIfDead(dir) {
+			removed = append(removed, dir)
+		}
+	}
+	return removed
+}
+
+// removeIfDead removes a hub's directory if it is this user's and its hub
+// is dead (see RemoveDeadHubs), and reports whether it did.
+func removeIfDead(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
+		return false
+	}
+	socket := filepath.Join(dir, hubSocketName)
+	lock, err := os.OpenFile(filepath.Join(dir, hubLockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if fi, err := os.Lstat(socket); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			return false // a hub being set up, or not a hub's
+		}
+		conn, err := net.DialTimeout("unix", socket, time.Second)
+		if err == nil {
+			conn.Close()
+			return false // an older broker's live hub
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return false
+		}
+		return os.RemoveAll(dir) == nil
+	}
+	if err != nil {
+		return false
+	}
+	defer lock.Close()
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false // held: the hub lives
+	}
+	if _, err := os.Lstat(socket); err != nil {
+		return false // a hub that has not listened yet, or a directory already removed
+	}
+	return os.RemoveAll(dir) == nil
 }
 
 func (h *Hub) serve() {

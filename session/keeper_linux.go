@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,7 +57,9 @@ func Keeper(args []string, stderr io.Writer) int {
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		fmt.Fprintln(report, &os.PathError{Op: "fork/exec", Path: args[0], Err: err})
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		fmt.Fprintf(report, "errno %d: %v\n", errno, &os.PathError{Op: "fork/exec", Path: args[0], Err: err})
 		report.Close()
 		return 1
 	}

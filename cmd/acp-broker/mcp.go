@@ -186,7 +186,7 @@ func newMCPToolsCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func newMCPAcceptCmd(stdout io.Writer) *cobra.Command {
-	return catalogCmd("accept", "Pin what a server's tools now say, after you have checked the change", func(c *mcp.Catalog, server, tool string) error {
+	return catalogCmd("accept", true, "Pin what a server's tools now say, after you have checked the change", func(c *mcp.Catalog, server, tool string) error {
 		accepted, err := c.Accept(server, tool)
 		if err != nil {
 			return userError(1, err.Error())
@@ -201,7 +201,7 @@ func newMCPAcceptCmd(stdout io.Writer) *cobra.Command {
 }
 
 func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
-	return catalogCmd("forget", "Remove a server's tools from the catalog; they are pinned anew when next listed", func(c *mcp.Catalog, server, tool string) error {
+	return catalogCmd("forget", false, "Remove a server's tools from the catalog; they are pinned anew when next listed", func(c *mcp.Catalog, server, tool string) error {
 		n, err := c.Forget(server, tool)
 		if err != nil {
 			return userError(1, err.Error())
@@ -212,12 +212,24 @@ func newMCPForgetCmd(stdout io.Writer) *cobra.Command {
 }
 
 // catalogCmd is a command that changes the catalog for a server's tools, or
-// one of them.
-func catalogCmd(name, short string, change func(c *mcp.Catalog, server, tool string) error) *cobra.Command {
+// one of them. Its completion offers the servers and tools in the catalog;
+// onlyChanged, those whose tools differ from their pins.
+func catalogCmd(name string, onlyChanged bool, short string, change func(c *mcp.Catalog, server, tool string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " SERVER [TOOL]",
 		Short: short,
 		Args:  cobra.RangeArgs(1, 2),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			c, err := catalog()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			servers, err := c.Load()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			return catalogCompletions(servers, args, toComplete, onlyChanged), cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := catalog()
 			if err != nil {
@@ -230,4 +242,44 @@ func catalogCmd(name, short string, change func(c *mcp.Catalog, server, tool str
 			return change(c, args[0], tool)
 		},
 	}
+}
+
+// catalogCompletions are the words that may come next after args on the
+// command line of `mcp accept|forget SERVER [TOOL]`: a server, then one of
+// its tools, each described by how it differs from its pin.
+func catalogCompletions(servers map[string]map[string]*mcp.Record, args []string, toComplete string, onlyChanged bool) []cobra.Completion {
+	var words []cobra.Completion
+	switch len(args) {
+	case 0:
+		for _, server := range sorted(servers) {
+			var changed []string
+			for _, tool := range sorted(servers[server]) {
+				if servers[server][tool].Changed() != "" {
+					changed = append(changed, tool)
+				}
+			}
+			if (onlyChanged && len(changed) == 0) || !strings.HasPrefix(server, toComplete) || !completable(server) {
+				continue
+			}
+			desc := fmt.Sprintf("%d tools", len(servers[server]))
+			if len(changed) > 0 {
+				desc += fmt.Sprintf(", %d changed since pinned", len(changed))
+			}
+			words = append(words, cobra.CompletionWithDesc(server, desc))
+		}
+	case 1:
+		tools := servers[args[0]]
+		for _, tool := range sorted(tools) {
+			d := tools[tool].Changed()
+			if (onlyChanged && d == "") || !strings.HasPrefix(tool, toComplete) || !completable(tool) {
+				continue
+			}
+			desc := "pinned"
+			if d != "" {
+				desc = "changed: " + d
+			}
+			words = append(words, cobra.CompletionWithDesc(tool, printable(desc)))
+		}
+	}
+	return words
 }

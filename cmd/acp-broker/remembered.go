@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
 )
 
@@ -92,6 +95,25 @@ func newRememberedRevokeCmd(stdout io.Writer) *cobra.Command {
 		Use:   "revoke ID...",
 		Short: "Forget remembered answers by id",
 		Args:  cobra.MinimumNArgs(1),
+		// The ids in the store, each with what it decides and matches,
+		// but not the ones already given.
+		ValidArgsFunction: func(cmd *cobra.Command, given []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			store, err := rememberedStore()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			entries, err := store.Load()
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			var ids []cobra.Completion
+			for _, e := range entries {
+				if strings.HasPrefix(e.ID, toComplete) && !slices.Contains(given, e.ID) && completable(e.ID) {
+					ids = append(ids, cobra.CompletionWithDesc(e.ID, printable(string(e.Decision)+" "+e.Matches())))
+				}
+			}
+			return ids, cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			store, err := rememberedStore()
 			if err != nil {
@@ -136,4 +158,13 @@ func newRememberedClearCmd(stdout io.Writer) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&project, "project", "", "only this project's answers")
 	return cmd
+}
+
+// completable reports whether a word can be offered to the shell as a
+// completion: the shells read one candidate a line, and its description
+// after a tab, so a server or tool name (which an MCP server chooses) with
+// a control character in it could forge candidates, and one with a
+// bidirectional override would not read as what it is; neither is offered.
+func completable(word string) bool {
+	return word != "" && !strings.ContainsFunc(word, notify.Hidden)
 }

@@ -119,8 +119,17 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Without "--", a word that is no subcommand is the agent's
+			// name; one a letter or two from a subcommand is a typo far
+			// more often than an agent, and starting "rule" would hide it.
+			if len(args) > 0 && cmd.ArgsLenAtDash() != 0 {
+				if err := nearSubcommand(cmd, args[0]); err != nil {
+					return err
+				}
+			}
 			return runBroker(cmd.Context(), opts, args, stdin, stdout, stderr)
 		},
+		SuggestionsMinimumDistance: suggestionDistance,
 	}
 	cmd.SetIn(stdin)
 	cmd.SetOut(stdout)
@@ -129,7 +138,7 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 	cmd.Flags().SetInterspersed(false)
 
 	f := cmd.Flags()
-	f.StringVar(&opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&opts.logLevel, "log-level", "info", "log level: "+strings.Join(logLevels, ", "))
 	f.StringVar(&opts.logFile, "log-file", "", "append logs to this file instead of stderr")
 	f.StringVar(&opts.trace, "trace", "", "write every message, with direction and time, as JSONL to this file")
 	f.Var(&opts.maxMessageSize, "max-message-size", "largest message relayed, e.g. 64MiB; larger ones are refused with an error")
@@ -144,14 +153,93 @@ Only ACP messages are written to stdout; logs go to stderr or --log-file.`,
 		newExampleAgentCmd(stdin, stdout),
 		newRulesCmd(stdin, stdout, stderr),
 		newTrustCmd(stdout, stderr),
-		newInitCmd(stdout),
+		newVersionCmd(stdout),
+		newInitCmd(stdout, stderr),
 		newRememberedCmd(stdout),
 		newPendingCmd(stdout),
 		newAnswerCmd(stdout),
 		newMCPCmd(stdout, stderr),
 		newMCPProxyCmd(stdin, stdout, stderr),
 	)
+	// Made now rather than when the command line runs, so that the walk
+	// below reaches it too.
+	cmd.InitDefaultCompletionCmd()
+	rejectUnknownSubcommands(cmd)
+	completeFlagValues(cmd)
 	return cmd
+}
+
+// suggestionDistance is how far (in letters changed, added or removed) a
+// word may be from a command's name to be taken for a typo of it.
+const suggestionDistance = 2
+
+// logLevels are the --log-level values.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print acp-broker's version (the same as --version)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(stdout, "acp-broker version %s\n", brokerVersion())
+			return err
+		},
+	}
+}
+
+// rejectUnknownSubcommands makes each command that only groups others
+// (rules, remembered, mcp, completion) refuse a word that names none of
+// them, with a usage error: cobra would print the group's help and exit 0,
+// so a misspelt `acp-broker rules chek` in a CI step would pass. Given no
+// word at all, the group prints its help as before.
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !c.HasParent() || !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.SuggestionsMinimumDistance = suggestionDistance
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+			return userError(2, msg, "did you mean "+orList(near)+"?")
+		}
+		return userError(2, msg, fmt.Sprintf("see '%s --help'", cmd.CommandPath()))
+	}
+}
+
+// nearSubcommand refuses an agent name, given without "--", that is within
+// suggestionDistance of a subcommand's name or begins one: `acp-broker rule
+// check` is a typo of `acp-broker rules check`, not an agent named rule.
+// A path (a name with a slash) is always an agent.
+func nearSubcommand(root *cobra.Command, name string) error {
+	if strings.Contains(name, "/") {
+		return nil
+	}
+	near := root.SuggestionsFor(name)
+	if len(near) == 0 {
+		return nil
+	}
+	forms := make([]string, len(near))
+	for i, n := range near {
+		forms[i] = "`acp-broker " + n + "`"
+	}
+	return userError(2, fmt.Sprintf("unknown command %q for \"acp-broker\"", name),
+		fmt.Sprintf("did you mean %s? (to start an agent named %s, use `acp-broker -- %s`)", orList(forms), name, name))
+}
+
+// orList joins words as "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -159,9 +247,14 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		return userError(2, "no agent command given",
 			"put the agent's command after the flags: acp-broker [flags] -- AGENT [ARGS...]")
 	}
+	// Every usage error is found before the agent is looked up: a
+	// misspelt flag value is exit status 2 whether or not the agent exists.
 	level, err := parseLevel(opts.logLevel)
 	if err != nil {
-		return userError(2, err.Error(), "use one of: debug, info, warn, error")
+		return userError(2, err.Error(), "use one of: "+strings.Join(logLevels, ", "))
+	}
+	if opts.mode != "" && !slices.Contains(rules.Modes, opts.mode) {
+		return userError(2, fmt.Sprintf("unknown mode %q", opts.mode), "use one of: "+strings.Join(rules.Modes, ", "))
 	}
 	path, err := session.LookAgent(agent[0])
 	if err != nil {
@@ -170,9 +263,6 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 			return userError(126, err.Error(), "give the path of an executable file (check its execute permission)")
 		}
 		return userError(127, err.Error(), "install the agent, or give its full path after --")
-	}
-	if opts.mode != "" && !slices.Contains(rules.Modes, opts.mode) {
-		return userError(2, fmt.Sprintf("unknown mode %q", opts.mode), "use one of: "+strings.Join(rules.Modes, ", "))
 	}
 	logOut := session.NewLockedWriter(stderr)
 	var logDest io.Writer = logOut
@@ -219,7 +309,11 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	// a broken rule file stops the agent, which was sent nothing.
 	started, err := session.StartAgent(path, agent, keeper)
 	if err != nil {
-		return userError(1, err.Error())
+		return agentStartError(err)
+	}
+	// While the agent starts: what brokers killed with SIGKILL left behind.
+	for _, dir := range mcp.RemoveDeadHubs(os.TempDir()) {
+		logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
 	}
 	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
 	if err != nil {
@@ -249,12 +343,27 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		Modes:          engine,
 	})
 	if err != nil {
-		return userError(1, err.Error())
+		return agentStartError(err)
 	}
 	if code != 0 {
 		return statusError(code)
 	}
 	return nil
+}
+
+// agentStartError is the failure to start an agent that LookAgent found,
+// with a shell's exit status: 127 when the system found no file to run (a
+// script whose #! interpreter is missing), 126 when the file cannot be run
+// (not a format the system runs, no permission), else 1.
+func agentStartError(err error) error {
+	var errno syscall.Errno
+	switch {
+	case !errors.As(err, &errno):
+		return userError(1, err.Error())
+	case errno == syscall.ENOENT:
+		return userError(127, err.Error(), "if the agent is a script, check that the interpreter on its #! line exists")
+	}
+	return userError(126, err.Error(), "give the path of an executable file: a program, or a script starting with #!")
 }
 
 // newEngine loads every rule layer (failing on any broken managed or user
@@ -323,4 +432,31 @@ func parseLevel(s string) (slog.Level, error) {
 		return 0, fmt.Errorf("unknown log level %q", s)
 	}
 	return l, nil
+}
+
+// flagValues are the values the shell completes for the flags of these
+// names, on every command that has one.
+var flagValues = map[string][]string{
+	"log-level": logLevels,
+	"mode":      rules.Modes,
+	"kind":      rules.Kinds,
+}
+
+// completeFlagValues registers the completion of flagValues on each
+// command in the tree that has such a flag and no completion for it yet.
+func completeFlagValues(c *cobra.Command) {
+	for name, values := range flagValues {
+		if c.LocalFlags().Lookup(name) == nil {
+			continue
+		}
+		if _, ok := c.GetFlagCompletionFunc(name); ok {
+			continue
+		}
+		if err := c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)); err != nil {
+			panic(err) // the flag exists and has no completion: cannot fail
+		}
+	}
+	for _, sub := range c.Commands() {
+		completeFlagValues(sub)
+	}
 }

@@ -717,19 +717,32 @@ itself, in its own directory.`,
 	}
 }
 
-func newInitCmd(stdout io.Writer) *cobra.Command {
+func newInitCmd(stdout, stderr io.Writer) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Write a commented starter user config",
-		Args:  cobra.NoArgs,
+		Long: `Writes a commented starter config to the user's config file
+(~/.config/acp-broker/config.toml, or under $XDG_CONFIG_HOME). An existing
+file is left alone unless --force is given; then it is kept as
+config.toml.bak (or config.toml.bak.1, .bak.2, ... if that exists: a backup
+is never overwritten) before the starter config replaces it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			loc, err := rules.DefaultLocations()
 			if err != nil {
 				return userError(1, err.Error())
 			}
-			if _, err := os.Stat(loc.User); err == nil && !force {
-				return userError(1, fmt.Sprintf("%s already exists", loc.User), "edit it, or pass --force to replace it")
+			if _, err := os.Lstat(loc.User); err == nil {
+				if !force {
+					return userError(1, fmt.Sprintf("%s already exists", loc.User),
+						"edit it, or pass --force to replace it (the old file is then kept as "+filepath.Base(loc.User)+".bak)")
+				}
+				bak, err := backUp(loc.User)
+				if err != nil {
+					return userError(1, fmt.Sprintf("cannot keep a backup of %s, so it is not replaced: %v", loc.User, err))
+				}
+				fmt.Fprintf(stderr, "acp-broker: kept the old config as %s\n", bak)
 			}
 			if err := rules.WriteFileAtomic(loc.User, []byte(rules.StarterConfig)); err != nil {
 				return userError(1, err.Error())
@@ -738,6 +751,42 @@ func newInitCmd(stdout io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "replace an existing config")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing config, keeping it as config.toml.bak")
 	return cmd
+}
+
+// backUp copies the file at path to the first of path.bak, path.bak.1,
+// path.bak.2, ... that does not exist, and returns its name. It never
+// overwrites a file: after two `init --force`, the first backup may hold
+// the only copy of the user's own rules.
+func backUp(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for n := 0; ; n++ {
+		bak := path + ".bak"
+		if n > 0 {
+			bak += fmt.Sprintf(".%d", n)
+		}
+		f, err := os.OpenFile(bak, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(bak)
+			return "", err
+		}
+		return bak, nil
+	}
 }
