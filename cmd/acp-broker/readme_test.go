@@ -113,6 +113,15 @@ func TestREADMEConfigs(t *testing.T) {
 		for _, v := range envNames(b.text) {
 			fmt.Fprintf(&s, "env %s=set-by-the-reader\n", v)
 		}
+		// The programs an exec channel names in the reader's home: a
+		// reader who copies the block has them (the check refuses a
+		// program it cannot run).
+		if programs := homePrograms(b.text); len(programs) > 0 {
+			s.WriteString("exec sed -i 's#/home/me/#'$HOME'/#g' $WORK/block.toml\n")
+			for _, p := range programs {
+				fmt.Fprintf(&s, "exec sh -c 'mkdir -p \"$(dirname \"$1\")\" && printf \"#!/bin/sh\\n\" >\"$1\" && chmod +x \"$1\"' sh $HOME/%s\n", p)
+			}
+		}
 		if b.invalid {
 			s.WriteString("# It is marked <!-- invalid -->: the check must reject it.\n")
 			s.WriteString("! exec acp-broker rules check --config $WORK/block.toml\n")
@@ -126,6 +135,16 @@ func TestREADMEConfigs(t *testing.T) {
 		t.Fatal("the README has no ```toml blocks: is it the README?")
 	}
 	runReadmeScripts(t, scripts)
+}
+
+// homePrograms returns the programs, under /home/me, that the exec channels
+// of a config run, relative to /home/me.
+func homePrograms(config string) []string {
+	var programs []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*command\s*=\s*\[\s*"/home/me/([^"]+)"`).FindAllStringSubmatch(config, -1) {
+		programs = append(programs, m[1])
+	}
+	return programs
 }
 
 // envNames returns the environment variables a config names for secrets
