@@ -243,7 +243,10 @@ func answerQuestion(ctx context.Context, stdout io.Writer, stdin io.Reader, stde
 			}
 			ans.values[name] = append(ans.values[name], value)
 		}
-	case isTerminal(stdin) && isTerminal(stderr): // the form reads keys from one and draws on the other
+	case isTerminal(stdin) && isTerminal(stderr) && os.Getenv("TERM") != "dumb":
+		// The form reads keys from one and draws on the other. (On a dumb
+		// terminal huh would fall back to its accessible mode, which reads
+		// an ended input as the default answer: the plain prompts do not.)
 		ans, err = askTerminal(ctx, stdin, stderr, q)
 	default:
 		ans, err = askPlain(bufio.NewReader(stdin), stderr, q)
