@@ -1174,8 +1174,13 @@ func TestLocalQuestionsItCannotCheck(t *testing.T) {
 	other := localQuestion("16-3")
 	other.Mode = "_voice"
 	for _, p := range []Prompt{bad, noURL, other} {
-		if ans, err := l.Ask(ctx, p); !errors.Is(err, ErrNoAnswer) || ans != (Answer{}) {
-			t.Errorf("Ask(%s) = %+v, %v; want no answer", p.ID, ans, err)
+		done := make(chan localResult, 1)
+		go func() {
+			ans, err := l.Ask(ctx, p)
+			done <- localResult{ans, err}
+		}()
+		if r := execRecv(t, done, "Ask("+p.ID+") to refuse the question"); !errors.Is(r.err, ErrNoAnswer) || r.ans != (Answer{}) {
+			t.Errorf("Ask(%s) = %+v, %v; want no answer", p.ID, r.ans, r.err)
 		}
 	}
 	if list, err := ListPending(dir); err != nil || len(list) != 0 {
