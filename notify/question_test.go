@@ -245,3 +245,46 @@ func TestQuestionSummary(t *testing.T) {
 		t.Errorf("Summary(200) = %q, want no cut URL but a pointer", got)
 	}
 }
+
+// FuzzQuestionReply: whatever a channel brings back, an answer is one of
+// the three actions, and an accepted form's content is one line of strict
+// JSON the form accepts.
+func FuzzQuestionReply(f *testing.F) {
+	for _, seed := range []string{
+		`{"action":"accept","content":{"target":"staging"}}`,
+		`{"action":"accept","content":{"target":"staging","notes":"a\nb"}}`,
+		"{\"action\":\"accept\",\"content\":{\n\"target\" : \"production\"\n}}",
+		`{"action":"decline"}`, `{"action":"cancel","content":null}`,
+		`{"action":"accept","content":{"target":"staging","target":"x"}}`,
+		`{"Action":"accept"}`, `{"action":"accept"}{}`, `[]`, ``,
+	} {
+		f.Add(seed)
+	}
+	p := formQuestion(questionSchema)
+	form, err := p.Form()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		action, content, err := parseQuestionReply([]byte(data))
+		if err != nil {
+			return
+		}
+		ans, err := p.Reply(action, content)
+		if err != nil {
+			return
+		}
+		switch ans.Action {
+		case "decline", "cancel":
+			if ans.Content != "" {
+				t.Fatalf("%q: a %s with content %q", data, ans.Action, ans.Content)
+			}
+		case "accept":
+			if strings.ContainsAny(ans.Content, "\n\r") || form.Validate(json.RawMessage(ans.Content)) != nil {
+				t.Fatalf("%q: accepted content %q is not one line the form accepts", data, ans.Content)
+			}
+		default:
+			t.Fatalf("%q: action %q", data, ans.Action)
+		}
+	})
+}
