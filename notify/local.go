@@ -92,8 +92,9 @@ func checkPrivateDir(dir string) error {
 
 // Local is the channel answered from another terminal. Every running
 // broker listens on a Unix socket in a directory only the user can open, so
-// that `acp-broker pending` lists the open requests of all the user's
-// brokers (ListPending) and `acp-broker answer` answers one (AnswerPending).
+// that `acp-broker pending` lists the open requests and questions of all
+// the user's brokers (ListPending) and `acp-broker answer` answers one
+// (AnswerPending a request; FindPending, then AnswerQuestion, a question).
 //
 // The protocol is one request and one response per connection, each a JSON
 // object on one line:

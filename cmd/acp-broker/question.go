@@ -393,6 +393,9 @@ func terminalField(f elicit.Field) (huh.Field, func(map[string][]string)) {
 		}
 		field := huh.NewMultiSelect[int]().Title(title).Description(description).Options(options...).Value(&picked).
 			Validate(func([]int) error { return check(chosen()) })
+		if f.MaxItems != nil && *f.MaxItems > 0 {
+			field.Limit(*f.MaxItems)
+		}
 		return field, func(values map[string][]string) { put(values, chosen()) }
 	case len(f.Choices) > 0:
 		picked := -1
