@@ -327,7 +327,7 @@ func completeAnswer(_ *cobra.Command, args []string, _ string) ([]cobra.Completi
 }
 
 // completeField completes --field's NAME=VALUE: the question's field
-// names, then a choice field's values.
+// names, then a choice field's values, or yes and no.
 func completeField(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	none := cobra.ShellCompDirectiveNoFileComp
 	dir, err := notify.LocalDir()
@@ -348,6 +348,8 @@ func completeField(_ *cobra.Command, args []string, toComplete string) ([]cobra.
 		switch {
 		case !typed:
 			out = append(out, cobra.CompletionWithDesc(printable(f.Name)+"=", fieldSummary(f)))
+		case f.Name == name && f.Type == "boolean":
+			out = append(out, cobra.Completion(printable(f.Name)+"=yes"), cobra.Completion(printable(f.Name)+"=no"))
 		case f.Name == name:
 			for _, c := range f.Choices {
 				out = append(out, cobra.CompletionWithDesc(printable(f.Name)+"="+printable(c.Value), printable(c.Title)))
