@@ -614,8 +614,7 @@ var answerKinds = map[string][]string{
 // pending or the broker refuses the answer (it was answered meanwhile, or
 // withdrawn); the request is returned whenever it was found.
 func AnswerPending(dir, id, decision string) (Pending, error) {
-	kinds, ok := answerKinds[decision]
-	if !ok {
+	if _, ok := answerKinds[decision]; !ok {
 		return Pending{}, fmt.Errorf("unknown answer %q: use allow, always or reject", decision)
 	}
 	p, err := findPending(dir, id)
@@ -625,16 +624,26 @@ func AnswerPending(dir, id, decision string) (Pending, error) {
 	if p.IsQuestion() {
 		return p.Pending, fmt.Errorf("request %q is a question, not a permission request: it is answered with accept, decline or cancel", id)
 	}
-	var opt Option
-	for _, kind := range kinds {
-		if opt, err = p.Choose("", kind); err == nil {
-			break
-		}
-	}
+	opt, err := DecisionOption(p.Prompt, decision)
 	if err != nil {
-		return p.Pending, fmt.Errorf("request %q offers no option to %s", id, decision)
+		return p.Pending, err
 	}
 	return p.Pending, p.answer(localRequest{Op: "answer", ID: id, Digest: p.Digest, OptionID: opt.ID})
+}
+
+// DecisionOption returns the option of p that the CLI's answer decision
+// ("allow", "always" or "reject", as AnswerPending reads them) chooses.
+func DecisionOption(p Prompt, decision string) (Option, error) {
+	kinds, ok := answerKinds[decision]
+	if !ok {
+		return Option{}, fmt.Errorf("unknown answer %q: use allow, always or reject", decision)
+	}
+	for _, kind := range kinds {
+		if opt, err := p.Choose("", kind); err == nil {
+			return opt, nil
+		}
+	}
+	return Option{}, fmt.Errorf("request %q offers no option to %s", p.ID, decision)
 }
 
 // FindPending returns the pending request id of one of the user's brokers,

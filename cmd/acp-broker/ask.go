@@ -305,7 +305,7 @@ func completeAnswer(_ *cobra.Command, args []string, _ string) ([]cobra.Completi
 	if !p.IsQuestion() {
 		var out []cobra.Completion
 		for _, word := range []string{"allow", "always", "reject"} {
-			if offers(p, word) {
+			if _, err := notify.DecisionOption(p.Prompt, word); err == nil {
 				out = append(out, word)
 			}
 		}
@@ -360,16 +360,4 @@ func completeField(_ *cobra.Command, args []string, toComplete string) ([]cobra.
 		return out, none | cobra.ShellCompDirectiveNoSpace
 	}
 	return out, none
-}
-
-// offers reports whether a permission request offers an option for the
-// CLI's answer word.
-func offers(p notify.Pending, word string) bool {
-	kinds := map[string][]string{"allow": {"allow_once"}, "always": {"allow_always"}, "reject": {"reject_once", "reject_always"}}[word]
-	for _, kind := range kinds {
-		if _, err := p.Choose("", kind); err == nil {
-			return true
-		}
-	}
-	return false
 }
