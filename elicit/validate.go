@@ -288,6 +288,11 @@ func isAlnum(r rune) bool {
 	return r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z' || r >= '0' && r <= '9')
 }
 
+// IsAbsoluteURI reports whether s is an absolute RFC 3986 URI, as the "uri"
+// format checks it: for a URL the broker shows a human, which must read the
+// same to every reader.
+func IsAbsoluteURI(s string) bool { return isAbsoluteURI(s) }
+
 // isAbsoluteURI checks RFC 3986's URI: a scheme, and only characters a URI
 // may hold (percent escapes well formed). url.Parse alone takes spaces and
 // other characters a URI cannot contain.
