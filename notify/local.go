@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/internal/peercred"
 )
 
@@ -141,6 +142,7 @@ type Local struct {
 type localAsk struct {
 	ctx      context.Context // the Ask's
 	p        Prompt
+	form     *elicit.Form // a form question's, read once; nil otherwise
 	seq      uint64
 	answered bool        // an answer was taken; it is in answer
 	answer   chan Answer // holds the first valid answer
@@ -201,8 +203,9 @@ var errLocalClosed = fmt.Errorf("local channel: %w: the channel was closed", Err
 // Ask lists p as pending until an answer for it arrives on the socket, ctx
 // ends or the channel is closed. p.ID must be unique among the pending
 // prompts, and p.Digest set: an answer must carry it. A question is asked
-// only if its answers can be checked: a form whose schema elicit cannot
-// read, or a URL question without its URL, is no answer at once.
+// only if its answers can be checked (Prompt.CheckQuestion): a form whose
+// schema elicit cannot read, or a URL question without a URL it can show,
+// is no answer at once.
 func (l *Local) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if p.ID == "" || p.Digest == "" {
 		return Answer{}, fmt.Errorf("local channel: %w: the prompt has no id or no digest", ErrNoAnswer)
@@ -212,9 +215,11 @@ func (l *Local) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	}
 	a := &localAsk{ctx: ctx, p: p, answer: make(chan Answer, 1)}
 	if p.IsQuestion() {
-		if _, err := p.CheckQuestion(); err != nil {
+		form, err := p.CheckQuestion()
+		if err != nil {
 			return Answer{}, fmt.Errorf("local channel: question %q: %w", p.ID, err)
 		}
+		a.form = form
 	}
 	l.mu.Lock()
 	switch {
@@ -529,7 +534,7 @@ func (a *localAsk) read(req localRequest) (Answer, error) {
 	if req.OptionID != "" || req.Decision != "" {
 		return Answer{}, fmt.Errorf("%w: request %q is a question: it takes an action (accept, decline or cancel), not an option", ErrNoAnswer, req.ID)
 	}
-	return a.p.Reply(req.Action, req.Content)
+	return a.p.ReplyTo(a.form, req.Action, req.Content)
 }
 
 // readLine reads one line of at most limit bytes (without its newline),

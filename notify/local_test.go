@@ -1262,7 +1262,7 @@ func FuzzLocalQuestionRequest(f *testing.F) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		l := &Local{ctx: ctx, pid: 1, pending: map[string]*localAsk{}, finished: map[string]string{}, changed: make(chan struct{})}
-		a := &localAsk{ctx: ctx, p: p, answer: make(chan Answer, 1)}
+		a := &localAsk{ctx: ctx, p: p, form: form, answer: make(chan Answer, 1)}
 		l.pending[p.ID] = a
 		resp := l.serveRequest(line, "fuzz")
 		if resp.OK == (resp.Error != "") {

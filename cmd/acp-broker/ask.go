@@ -270,7 +270,7 @@ func answerQuestion(ctx context.Context, stdout io.Writer, stdin io.Reader, stde
 	}
 	fmt.Fprintf(stdout, "answered %s (%s): %s\n", printable(q.ID), printable(q.Agent), ans.action)
 	if q.Mode == "url" && ans.action == "accept" {
-		fmt.Fprintf(stdout, "open it yourself: %s\n", notify.OneLine(q.URL))
+		fmt.Fprintf(stdout, "open it yourself (host %s): %s\n", notify.OneLine(q.URLHost()), notify.OneLine(q.URL))
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func writeQuestionHeader(w io.Writer, q notify.Pending) {
 	}
 	fmt.Fprintf(w, " (%s): %s\n", notify.OneLine(q.Mode), notify.OneLine(q.Message))
 	if q.Mode == "url" {
-		fmt.Fprintf(w, "  url: %s\n", notify.OneLine(q.URL))
+		fmt.Fprintf(w, "  url (host %s): %s\n", notify.OneLine(q.URLHost()), notify.OneLine(q.URL))
 		return
 	}
 	if form, err := elicit.ParseSchema(q.RequestedSchema); err == nil && (form.Title != "" || form.Description != "") {
