@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/acp-broker/acp-broker/elicit"
 )
 
 // Limits of what an Exec command may print.
@@ -75,12 +77,14 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
+	var form *elicit.Form
 	if p.IsQuestion() {
-		if _, err := p.CheckQuestion(); err != nil {
+		var err error
+		if form, err = p.CheckQuestion(); err != nil {
 			return Answer{}, fmt.Errorf("exec channel %q: %w", e.ChannelName, err)
 		}
 	}
-	input, err := json.Marshal(p)
+	input, err := json.Marshal(onWire(p))
 	if err != nil {
 		return Answer{}, fmt.Errorf("exec channel %q: encoding the prompt: %w", e.ChannelName, err)
 	}
@@ -115,7 +119,7 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		if err != nil {
 			return fail("%s printed %v", e.Command[0], err)
 		}
-		ans, err := p.Reply(action, content)
+		ans, err := p.ReplyTo(form, action, content)
 		if err != nil {
 			// Reply's error already says "no answer".
 			return Answer{}, fmt.Errorf("exec channel %q: %w", e.ChannelName, err)
@@ -143,7 +147,8 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 // ACP_BROKER_REMEMBERS (what an allow_always answer makes the broker
 // remember, empty when none is offered). For a question, ACP_BROKER_MODE
 // is "form" or "url", ACP_BROKER_MESSAGE its message (one line, cut to
-// 1,000 bytes) and ACP_BROKER_URL the whole URL (one line, never cut); the
+// 1,000 bytes) and ACP_BROKER_URL the whole URL (one line, never cut), or
+// nothing for a URL longer than execEnvURLLimit (read it from stdin); the
 // summary is the message and the URL.
 func promptEnv(p Prompt) []string {
 	kinds := make([]string, len(p.Options))
@@ -165,8 +170,23 @@ func promptEnv(p Prompt) []string {
 		"ACP_BROKER_REMEMBERS=" + clean(remembers),
 		"ACP_BROKER_MODE=" + clean(OneLine(p.Mode)),
 		"ACP_BROKER_MESSAGE=" + clean(Truncate(OneLine(p.Message), 1000)),
-		"ACP_BROKER_URL=" + clean(OneLine(p.URL)),
+		"ACP_BROKER_URL=" + clean(envURL(p.URL)),
 	}
+}
+
+// execEnvURLLimit bounds ACP_BROKER_URL: Linux refuses to start a command
+// with one environment string of 128 KiB or more (E2BIG), and the whole
+// environment shares a limit too.
+const execEnvURLLimit = 32 << 10
+
+// envURL is the URL for ACP_BROKER_URL, or "" when it is too long: never a
+// cut URL, which would lead elsewhere.
+func envURL(url string) string {
+	url = OneLine(url)
+	if len(url) > execEnvURLLimit {
+		return ""
+	}
+	return url
 }
 
 // groupResult is what a command run by runGroup left.

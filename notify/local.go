@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/internal/peercred"
 )
 
@@ -92,8 +93,9 @@ func checkPrivateDir(dir string) error {
 
 // Local is the channel answered from another terminal. Every running
 // broker listens on a Unix socket in a directory only the user can open, so
-// that `acp-broker pending` lists the open requests of all the user's
-// brokers (ListPending) and `acp-broker answer` answers one (AnswerPending).
+// that `acp-broker pending` lists the open requests and questions of all
+// the user's brokers (ListPending) and `acp-broker answer` answers one
+// (AnswerPending a request; FindPending, then AnswerQuestion, a question).
 //
 // The protocol is one request and one response per connection, each a JSON
 // object on one line:
@@ -102,6 +104,8 @@ func checkPrivateDir(dir string) error {
 //	→ {"ok":true,"broker":PID,"pending":[PROMPT...]}
 //	{"op":"answer","id":ID,"digest":DIGEST,"optionId":OPTION}   (or "decision":KIND)
 //	→ {"ok":true,"broker":PID,"optionId":OPTION} or {"ok":false,"error":"..."}
+//	{"op":"answer","id":ID,"digest":DIGEST,"action":"accept","content":{...}}   (a question)
+//	→ {"ok":true,"broker":PID,"action":"accept"} or {"ok":false,"error":"..."}
 //
 // The broker serves only peers of its own user, checked with the socket's
 // peer credentials (SO_PEERCRED; on systems other than Linux it serves
@@ -110,8 +114,10 @@ func checkPrivateDir(dir string) error {
 // in the same directory is refused, for answers and for lists alike (the
 // broker is its agent's child subreaper, so a process whose parent exited
 // is still found under it). It takes an answer only for a request
-// still pending, with that request's digest, naming an offered option; the
-// first such answer is the one, and every later one is refused.
+// still pending, with that request's digest, naming an offered option (for
+// a question: accept, decline or cancel, and an accepted form's content
+// only if it satisfies the form's schema); the first such answer is the
+// one, and every later one is refused.
 type Local struct {
 	path string
 	ln   *net.UnixListener
@@ -136,6 +142,7 @@ type Local struct {
 type localAsk struct {
 	ctx      context.Context // the Ask's
 	p        Prompt
+	form     *elicit.Form // a form question's, read once; nil otherwise
 	seq      uint64
 	answered bool        // an answer was taken; it is in answer
 	answer   chan Answer // holds the first valid answer
@@ -195,7 +202,10 @@ var errLocalClosed = fmt.Errorf("local channel: %w: the channel was closed", Err
 
 // Ask lists p as pending until an answer for it arrives on the socket, ctx
 // ends or the channel is closed. p.ID must be unique among the pending
-// prompts, and p.Digest set: an answer must carry it.
+// prompts, and p.Digest set: an answer must carry it. A question is asked
+// only if its answers can be checked (Prompt.CheckQuestion): a form whose
+// schema elicit cannot read, or a URL question without a URL it can show,
+// is no answer at once.
 func (l *Local) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if p.ID == "" || p.Digest == "" {
 		return Answer{}, fmt.Errorf("local channel: %w: the prompt has no id or no digest", ErrNoAnswer)
@@ -204,6 +214,13 @@ func (l *Local) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		return Answer{}, err
 	}
 	a := &localAsk{ctx: ctx, p: p, answer: make(chan Answer, 1)}
+	if p.IsQuestion() {
+		form, err := p.CheckQuestion()
+		if err != nil {
+			return Answer{}, fmt.Errorf("local channel: question %q: %w", p.ID, err)
+		}
+		a.form = form
+	}
 	l.mu.Lock()
 	switch {
 	case l.closed:
@@ -331,6 +348,9 @@ type localRequest struct {
 	Digest   string `json:"digest,omitempty"`
 	OptionID string `json:"optionId,omitempty"`
 	Decision string `json:"decision,omitempty"`
+	// Action and Content answer a question.
+	Action  string          `json:"action,omitempty"`
+	Content json.RawMessage `json:"content,omitempty"`
 }
 
 // localResponse is the response to one.
@@ -340,6 +360,7 @@ type localResponse struct {
 	Broker   int      `json:"broker,omitempty"`
 	Pending  []Prompt `json:"pending,omitempty"`
 	OptionID string   `json:"optionId,omitempty"`
+	Action   string   `json:"action,omitempty"`
 }
 
 // handle serves one connection: one request, one response.
@@ -437,11 +458,11 @@ func (l *Local) serveRequest(line []byte, who string) localResponse {
 	case "list":
 		return localResponse{OK: true, Broker: l.pid, Pending: l.list()}
 	case "answer":
-		opt, err := l.take(req, who)
+		ans, err := l.take(req, who)
 		if err != nil {
 			return localResponse{Error: err.Error()}
 		}
-		return localResponse{OK: true, Broker: l.pid, OptionID: opt.ID}
+		return localResponse{OK: true, Broker: l.pid, OptionID: ans.OptionID, Action: ans.Action}
 	}
 	return localResponse{Error: fmt.Sprintf("unknown op %q", req.Op)}
 }
@@ -466,33 +487,54 @@ func (l *Local) list() []Prompt {
 
 // take completes a pending Ask with the answer req carries, if it is the
 // first valid one. Every refusal leaves the Ask waiting.
-func (l *Local) take(req localRequest, who string) (Option, error) {
+func (l *Local) take(req localRequest, who string) (Answer, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.pending[req.ID]
 	switch {
 	case l.closed:
-		return Option{}, errors.New("the broker is no longer listening")
+		return Answer{}, errors.New("the broker is no longer listening")
 	case a == nil:
 		if why, ok := l.finished[req.ID]; ok {
-			return Option{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, why)
+			return Answer{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, why)
 		}
-		return Option{}, fmt.Errorf("no pending request %q", req.ID)
+		return Answer{}, fmt.Errorf("no pending request %q", req.ID)
 	case a.answered:
-		return Option{}, fmt.Errorf("request %q is no longer pending: it was already answered", req.ID)
+		return Answer{}, fmt.Errorf("request %q is no longer pending: it was already answered", req.ID)
 	case a.ctx.Err() != nil:
-		return Option{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, endedBy(a.ctx))
+		return Answer{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, endedBy(a.ctx))
 	case req.Digest != a.p.Digest:
-		return Option{}, fmt.Errorf("the answer is for another version of request %q (digest mismatch)", req.ID)
+		return Answer{}, fmt.Errorf("the answer is for another version of request %q (digest mismatch)", req.ID)
 	}
-	opt, err := a.p.Choose(req.OptionID, req.Decision)
+	ans, err := a.read(req)
 	if err != nil {
-		return Option{}, err
+		return Answer{}, err
 	}
+	ans.Channel, ans.Who = LocalName, who
 	a.answered = true
-	a.answer <- Answer{OptionID: opt.ID, Channel: LocalName, Who: who}
+	a.answer <- ans
 	l.changedLocked()
-	return opt, nil
+	return ans, nil
+}
+
+// read reads the answer req carries for a's prompt: an offered option for
+// a permission request; for a question an action, with, for an accepted
+// form, content that fits its schema.
+func (a *localAsk) read(req localRequest) (Answer, error) {
+	if !a.p.IsQuestion() {
+		if req.Action != "" || req.Content != nil {
+			return Answer{}, fmt.Errorf("%w: request %q is a permission request: it takes an option, not an action or content", ErrNoAnswer, req.ID)
+		}
+		opt, err := a.p.Choose(req.OptionID, req.Decision)
+		if err != nil {
+			return Answer{}, err
+		}
+		return Answer{OptionID: opt.ID}, nil
+	}
+	if req.OptionID != "" || req.Decision != "" {
+		return Answer{}, fmt.Errorf("%w: request %q is a question: it takes an action (accept, decline or cancel), not an option", ErrNoAnswer, req.ID)
+	}
+	return a.p.ReplyTo(a.form, req.Action, req.Content)
 }
 
 // readLine reads one line of at most limit bytes (without its newline),
@@ -577,10 +619,66 @@ var answerKinds = map[string][]string{
 // pending or the broker refuses the answer (it was answered meanwhile, or
 // withdrawn); the request is returned whenever it was found.
 func AnswerPending(dir, id, decision string) (Pending, error) {
-	kinds, ok := answerKinds[decision]
-	if !ok {
+	if _, ok := answerKinds[decision]; !ok {
 		return Pending{}, fmt.Errorf("unknown answer %q: use allow, always or reject", decision)
 	}
+	p, err := findPending(dir, id)
+	if err != nil {
+		return Pending{}, err
+	}
+	if p.IsQuestion() {
+		return p.Pending, fmt.Errorf("request %q is a question, not a permission request: it is answered with accept, decline or cancel", id)
+	}
+	opt, err := DecisionOption(p.Prompt, decision)
+	if err != nil {
+		return p.Pending, err
+	}
+	return p.Pending, p.answer(localRequest{Op: "answer", ID: id, Digest: p.Digest, OptionID: opt.ID})
+}
+
+// DecisionOption returns the option of p that the CLI's answer decision
+// ("allow", "always" or "reject", as AnswerPending reads them) chooses.
+func DecisionOption(p Prompt, decision string) (Option, error) {
+	kinds, ok := answerKinds[decision]
+	if !ok {
+		return Option{}, fmt.Errorf("unknown answer %q: use allow, always or reject", decision)
+	}
+	for _, kind := range kinds {
+		if opt, err := p.Choose("", kind); err == nil {
+			return opt, nil
+		}
+	}
+	return Option{}, fmt.Errorf("request %q offers no option to %s", p.ID, decision)
+}
+
+// FindPending returns the pending request id of one of the user's brokers,
+// for a caller that must read it before answering (a question's form).
+func FindPending(dir, id string) (Pending, error) {
+	p, err := findPending(dir, id)
+	return p.Pending, err
+}
+
+// AnswerQuestion answers the question q, as FindPending returned it, with
+// action "accept", "decline" or "cancel" and, for an accepted form, content
+// (a JSON object the broker checks against the form's schema). The answer
+// carries q's digest: if the broker's request is no longer the one q shows,
+// it is refused.
+func AnswerQuestion(dir string, q Pending, action string, content json.RawMessage) error {
+	if !q.IsQuestion() {
+		return fmt.Errorf("request %q is a permission request, not a question", q.ID)
+	}
+	p, err := findPending(dir, q.ID)
+	switch {
+	case err != nil:
+		return err
+	case p.Broker != q.Broker || p.Digest != q.Digest:
+		return fmt.Errorf("request %q is no longer the question shown (it was replaced)", q.ID)
+	}
+	return p.answer(localRequest{Op: "answer", ID: q.ID, Digest: q.Digest, Action: action, Content: content})
+}
+
+// findPending finds the one pending request id among the user's brokers.
+func findPending(dir, id string) (pendingAt, error) {
 	all, listErr := listAll(dir)
 	var found []pendingAt
 	for _, p := range all {
@@ -590,31 +688,25 @@ func AnswerPending(dir, id, decision string) (Pending, error) {
 	}
 	switch {
 	case len(found) == 0 && listErr != nil:
-		return Pending{}, fmt.Errorf("no pending request %q found: %w", id, listErr)
+		return pendingAt{}, fmt.Errorf("no pending request %q found: %w", id, listErr)
 	case len(found) == 0:
-		return Pending{}, fmt.Errorf("no pending request %q", id)
+		return pendingAt{}, fmt.Errorf("no pending request %q", id)
 	case len(found) > 1:
-		return Pending{}, fmt.Errorf("%d brokers have a pending request %q", len(found), id)
+		return pendingAt{}, fmt.Errorf("%d brokers have a pending request %q", len(found), id)
 	}
-	p := found[0]
-	var opt Option
-	var err error
-	for _, kind := range kinds {
-		if opt, err = p.Choose("", kind); err == nil {
-			break
-		}
-	}
+	return found[0], nil
+}
+
+// answer sends req to the broker p came from.
+func (p pendingAt) answer(req localRequest) error {
+	resp, err := callLocal(p.socket, req)
 	if err != nil {
-		return p.Pending, fmt.Errorf("request %q offers no option to %s", id, decision)
-	}
-	resp, err := callLocal(p.socket, localRequest{Op: "answer", ID: id, Digest: p.Digest, OptionID: opt.ID})
-	if err != nil {
-		return p.Pending, fmt.Errorf("answering request %q: broker %d: %w", id, p.Broker, err)
+		return fmt.Errorf("answering request %q: broker %d: %w", p.ID, p.Broker, err)
 	}
 	if !resp.OK {
-		return p.Pending, fmt.Errorf("broker %d refused the answer: %s", p.Broker, resp.Error)
+		return fmt.Errorf("broker %d refused the answer: %s", p.Broker, resp.Error)
 	}
-	return p.Pending, nil
+	return nil
 }
 
 // callLocal sends one request to the broker listening on path and returns

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acp-broker/acp-broker/elicit"
 )
 
 // localPrivateDir makes a directory only the user can open.
@@ -911,4 +913,382 @@ func TestLocalSaysWhyAPromptWasWithdrawn(t *testing.T) {
 	if err != nil || resp.OK || !strings.Contains(resp.Error, "the turn was cancelled") {
 		t.Fatalf("an answer to a withdrawn prompt: %+v, %v", resp, err)
 	}
+}
+
+// localDeploySchema is a form with a field of each kind: a required
+// choice with titles, an optional text, a bounded integer, a multi-select
+// and a boolean.
+const localDeploySchema = `{"type":"object","properties":{` +
+	`"target":{"type":"string","title":"Deploy target","oneOf":[{"const":"staging","title":"Staging"},{"const":"production","title":"Production"}]},` +
+	`"notes":{"type":"string","title":"Anything else?"},` +
+	`"replicas":{"type":"integer","minimum":1,"maximum":5},` +
+	`"regions":{"type":"array","items":{"enum":["eu","us"]},"minItems":1},` +
+	`"notify":{"type":"boolean"}},"required":["target"]}`
+
+// localQuestion is a form question asking where to deploy.
+func localQuestion(id string) Prompt {
+	return Prompt{
+		Version:         PromptVersion,
+		ID:              id,
+		Session:         "sess_1",
+		Agent:           "claude-agent-acp",
+		Message:         "Deploy where?",
+		Mode:            "form",
+		RequestedSchema: json.RawMessage(localDeploySchema),
+		Digest:          Digest([]byte("question " + id)),
+	}
+}
+
+// localURLQuestion is a URL question: consent to open a sign-in page.
+func localURLQuestion(id string) Prompt {
+	return Prompt{
+		Version:       PromptVersion,
+		ID:            id,
+		Session:       "sess_1",
+		Agent:         "codex-acp",
+		Message:       "Sign in to GitHub",
+		Mode:          "url",
+		URL:           "https://github.com/login/oauth/authorize?client_id=abc&state=xyz",
+		ElicitationID: "el-1",
+		Digest:        Digest([]byte("url question " + id)),
+	}
+}
+
+// A question is answered with an action and, for an accepted form, content
+// that fits its schema; anything else is refused and the question stays
+// pending, listed as it was.
+func TestLocalQuestionAnswers(t *testing.T) {
+	valid := `{"target":"production","notes":"after 5pm","replicas":3,"regions":["eu","us"],"notify":true}`
+	refused := []struct {
+		name   string
+		req    func(p Prompt) localRequest
+		errHas string
+	}{
+		{"missing required field", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"notes":"x"}`)}
+		}, "target"},
+		{"not a choice", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"moon"}`)}
+		}, "field"},
+		{"out of bounds", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"staging","replicas":9}`)}
+		}, "replicas"},
+		{"field the form lacks", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"staging","sudo":true}`)}
+		}, "sudo"},
+		{"item not offered", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"staging","regions":["mars"]}`)}
+		}, "regions"},
+		{"not an object", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`["staging"]`)}
+		}, "not a JSON object"},
+		{"accept without content", func(p Prompt) localRequest { // as {}, which lacks target
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept"}
+		}, "target"},
+		{"content with decline", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "decline", Content: json.RawMessage(valid)}
+		}, "a decline carries no content"},
+		{"unknown action", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "allow"}
+		}, `action "allow" is not accept, decline or cancel`},
+		{"no action", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest}
+		}, "names no action"},
+		{"an option", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, OptionID: "allow", Action: "accept", Content: json.RawMessage(valid)}
+		}, "not an option"},
+		{"a decision", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Decision: "allow_once"}
+		}, "not an option"},
+		{"wrong digest", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: Digest([]byte("another question")), Action: "accept", Content: json.RawMessage(valid)}
+		}, "digest mismatch"},
+	}
+	answers := []struct {
+		name string
+		req  func(p Prompt) localRequest
+		want Answer
+	}{
+		{"accept", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(valid)}
+		}, Answer{Action: "accept", Content: valid, Channel: "local", Who: localWho}},
+		{"accept the required field only", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"staging"}`)}
+		}, Answer{Action: "accept", Content: `{"target":"staging"}`, Channel: "local", Who: localWho}},
+		{"decline", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "decline"}
+		}, Answer{Action: "decline", Channel: "local", Who: localWho}},
+		{"cancel", func(p Prompt) localRequest {
+			return localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "cancel"}
+		}, Answer{Action: "cancel", Channel: "local", Who: localWho}},
+	}
+	for _, tt := range answers {
+		t.Run(tt.name, func(t *testing.T) {
+			l, dir := localListen(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			p := localQuestion("12-1")
+			done := localStartAsk(t, l, ctx, p)
+			for _, r := range refused {
+				resp, err := callLocal(l.Path(), r.req(p))
+				if err != nil || resp.OK || !strings.Contains(resp.Error, r.errHas) {
+					t.Errorf("%s: response %+v, %v; want refused with %q", r.name, resp, err, r.errHas)
+				}
+				localStillWaiting(t, done)
+			}
+			list, err := ListPending(dir)
+			if want := []Pending{{Prompt: p, Broker: os.Getpid()}}; err != nil || !reflect.DeepEqual(list, want) {
+				t.Fatalf("after the refusals ListPending = %+v, %v\nwant %+v", list, err, want)
+			}
+			resp, err := callLocal(l.Path(), tt.req(p))
+			if err != nil || !resp.OK || resp.Action != tt.want.Action || resp.OptionID != "" {
+				t.Fatalf("answer = %+v, %v; want ok, %s", resp, err, tt.want.Action)
+			}
+			r := execRecv(t, done, "Ask to return")
+			if r.err != nil || r.ans != tt.want {
+				t.Fatalf("Ask = %+v, %v; want %+v", r.ans, r.err, tt.want)
+			}
+			if list, err := ListPending(dir); err != nil || len(list) != 0 {
+				t.Errorf("ListPending after the answer = %v, %v; want nothing", localIDs(list), err)
+			}
+			resp, err = callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "decline"})
+			if err != nil || resp.OK || !strings.Contains(resp.Error, "already answered") {
+				t.Errorf("second answer = %+v, %v; want refused: already answered", resp, err)
+			}
+		})
+	}
+}
+
+// A URL question is consent: accept carries no content, and the URL is
+// listed whole.
+func TestLocalURLQuestion(t *testing.T) {
+	l, dir := localListen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := localURLQuestion("13-1")
+	done := localStartAsk(t, l, ctx, p)
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{}`)})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "carries no content") {
+		t.Errorf("accept with content = %+v, %v; want refused", resp, err)
+	}
+	localStillWaiting(t, done)
+	q, err := FindPending(dir, p.ID)
+	if err != nil || q.URL != p.URL || q.Mode != "url" || q.ElicitationID != "el-1" {
+		t.Fatalf("FindPending = %+v, %v; want the URL question", q, err)
+	}
+	if err := AnswerQuestion(dir, q, "accept", nil); err != nil {
+		t.Fatalf("AnswerQuestion: %v", err)
+	}
+	r := execRecv(t, done, "Ask to return")
+	if want := (Answer{Action: "accept", Channel: "local", Who: localWho}); r.err != nil || r.ans != want {
+		t.Fatalf("Ask = %+v, %v; want %+v", r.ans, r.err, want)
+	}
+}
+
+// The client side: AnswerQuestion answers only the question as it was
+// read, and the permission words do not answer a question nor the
+// reverse.
+func TestLocalAnswerQuestionClient(t *testing.T) {
+	l, dir := localListen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := localQuestion("14-1")
+	done := localStartAsk(t, l, ctx, p)
+	if _, err := AnswerPending(dir, p.ID, "allow"); err == nil || !strings.Contains(err.Error(), "is a question") {
+		t.Errorf("AnswerPending of a question = %v; want refused", err)
+	}
+	q, err := FindPending(dir, p.ID)
+	if err != nil || !reflect.DeepEqual(q, Pending{Prompt: p, Broker: os.Getpid()}) {
+		t.Fatalf("FindPending = %+v, %v", q, err)
+	}
+	old := q
+	old.Digest = Digest([]byte("the question as it was before"))
+	if err := AnswerQuestion(dir, old, "decline", nil); err == nil || !strings.Contains(err.Error(), "no longer the question shown") {
+		t.Errorf("AnswerQuestion of another version = %v; want refused", err)
+	}
+	if err := AnswerQuestion(dir, q, "accept", json.RawMessage(`{"target":"moon"}`)); err == nil || !strings.Contains(err.Error(), `"moon" is not one of`) {
+		t.Errorf("AnswerQuestion with bad content = %v; want refused", err)
+	}
+	localStillWaiting(t, done)
+
+	perm := localPrompt("14-2")
+	permDone := localStartAsk(t, l, ctx, perm)
+	pq, err := FindPending(dir, perm.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AnswerQuestion(dir, pq, "accept", nil); err == nil || !strings.Contains(err.Error(), "not a question") {
+		t.Errorf("AnswerQuestion of a permission request = %v; want refused", err)
+	}
+	pq.Mode = "url" // a client that lies about what it read is refused by the broker
+	if err := AnswerQuestion(dir, pq, "accept", nil); err == nil || !strings.Contains(err.Error(), "is a permission request") {
+		t.Errorf("an action for a permission request = %v; want refused", err)
+	}
+	localStillWaiting(t, permDone)
+
+	if err := AnswerQuestion(dir, q, "cancel", nil); err != nil {
+		t.Fatalf("AnswerQuestion cancel: %v", err)
+	}
+	if r := execRecv(t, done, "Ask to return"); r.err != nil || r.ans.Action != "cancel" {
+		t.Fatalf("Ask = %+v, %v; want cancel", r.ans, r.err)
+	}
+}
+
+// A question withdrawn (the turn cancelled, answered in the editor) leaves
+// the list, and a late answer is refused in the withdrawal's words.
+func TestLocalQuestionWithdrawn(t *testing.T) {
+	l, dir := localListen(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := localQuestion("15-1")
+	done := localStartAsk(t, l, ctx, p)
+	q, err := FindPending(dir, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel(&Outcome{By: "editor"})
+	r := execRecv(t, done, "Ask to return")
+	if r.err != context.Canceled || r.ans != (Answer{}) {
+		t.Fatalf("Ask = %+v, %v; want context.Canceled", r.ans, r.err)
+	}
+	if list, err := ListPending(dir); err != nil || len(list) != 0 {
+		t.Errorf("ListPending after the withdrawal = %v, %v; want nothing", localIDs(list), err)
+	}
+	if err := AnswerQuestion(dir, q, "accept", json.RawMessage(`{"target":"staging"}`)); err == nil || !strings.Contains(err.Error(), `no pending request "15-1"`) {
+		t.Errorf("AnswerQuestion after the withdrawal = %v; want no pending request", err)
+	}
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "decline"})
+	if err != nil || resp.OK || !strings.Contains(resp.Error, "no longer pending: answered in the editor") {
+		t.Errorf("a late answer = %+v, %v; want refused, saying why", resp, err)
+	}
+}
+
+// A question whose answers the channel cannot check is not asked.
+func TestLocalQuestionsItCannotCheck(t *testing.T) {
+	l, dir := localListen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bad := localQuestion("16-1")
+	bad.RequestedSchema = json.RawMessage(`{"type":"object","properties":{"when":{"type":"datetime"}}}`)
+	noURL := localURLQuestion("16-2")
+	noURL.URL = ""
+	other := localQuestion("16-3")
+	other.Mode = "_voice"
+	for _, p := range []Prompt{bad, noURL, other} {
+		done := make(chan localResult, 1)
+		go func() {
+			ans, err := l.Ask(ctx, p)
+			done <- localResult{ans, err}
+		}()
+		if r := execRecv(t, done, "Ask("+p.ID+") to refuse the question"); !errors.Is(r.err, ErrNoAnswer) || r.ans != (Answer{}) {
+			t.Errorf("Ask(%s) = %+v, %v; want no answer", p.ID, r.ans, r.err)
+		}
+	}
+	if list, err := ListPending(dir); err != nil || len(list) != 0 {
+		t.Errorf("ListPending = %v, %v; want nothing", localIDs(list), err)
+	}
+}
+
+// The agent cannot answer its own question: a process under the broker
+// (here a child of the test process, which guards itself as a broker does)
+// sends a valid accept, is refused, the refusal is reported, and the
+// question stays pending, unanswered.
+func TestLocalRefusesTheAgentsAnswerToItsQuestion(t *testing.T) {
+	// Set before the channel serves anything: its goroutines read it.
+	localGuarded = os.Getpid
+	defer func() { localGuarded = func() int { return 0 } }()
+	l, _ := localListen(t)
+	var mu sync.Mutex
+	var refusals []string
+	ctx := WithRefusals(context.Background(), func(why string) {
+		mu.Lock()
+		refusals = append(refusals, why)
+		mu.Unlock()
+	})
+	p := localQuestion("17-1")
+	done := localStartAsk(t, l, ctx, p)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "accept", Content: json.RawMessage(`{"target":"production"}`)})
+	cmd := exec.Command(self, "-test.run=^TestLocalHelperClient$")
+	cmd.Env = append(os.Environ(), "NOTIFY_HELPER_SOCKET="+l.Path(), "NOTIFY_HELPER_REQUEST="+string(line))
+	cmd.WaitDelay = execTestWait
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the agent's process: %v: %s", err, out)
+	}
+	if got := string(out); !strings.Contains(got, "runs under this broker") || strings.Contains(got, `"ok":true`) {
+		t.Errorf("the agent's answer: response %q; want permission denied", got)
+	}
+	localStillWaiting(t, done)
+	mu.Lock()
+	if len(refusals) != 1 || !strings.Contains(refusals[0], fmt.Sprintf("pid %d", cmd.Process.Pid)) {
+		t.Errorf("refusals reported = %q; want the agent's process named", refusals)
+	}
+	mu.Unlock()
+	l.mu.Lock()
+	a := l.pending[p.ID]
+	if a == nil || a.answered || len(a.answer) != 0 {
+		t.Errorf("the question is no longer pending and unanswered: %+v", a)
+	}
+	l.mu.Unlock()
+}
+
+// FuzzLocalQuestionRequest sends request lines to a channel with one
+// pending form question: whatever the line, an answer is taken only with
+// the question's digest and an action, and an accept only with content
+// that the form accepts.
+func FuzzLocalQuestionRequest(f *testing.F) {
+	p := localQuestion("18-1")
+	for _, s := range []string{
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"accept","content":{"target":"staging"}}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"accept","content":{"target":"staging","target":"moon"}}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"accept","content":{"target":"moon"}}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"accept","content":null}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"decline"}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"cancel","content":{}}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","optionId":"allow"}`,
+		`{"op":"answer","id":"18-1","digest":"` + p.Digest + `","action":"accept","action":"decline"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	form, err := elicit.ParseSchema(p.RequestedSchema)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l := &Local{ctx: ctx, pid: 1, pending: map[string]*localAsk{}, finished: map[string]string{}, changed: make(chan struct{})}
+		a := &localAsk{ctx: ctx, p: p, form: form, answer: make(chan Answer, 1)}
+		l.pending[p.ID] = a
+		resp := l.serveRequest(line, "fuzz")
+		if resp.OK == (resp.Error != "") {
+			t.Fatalf("response %+v is both or neither ok and an error", resp)
+		}
+		if !a.answered {
+			return
+		}
+		var req localRequest
+		if json.Unmarshal(line, &req) != nil || req.ID != p.ID || req.Digest != p.Digest {
+			t.Fatalf("%q answered the question", line)
+		}
+		ans := <-a.answer
+		switch {
+		case ans.OptionID != "":
+			t.Fatalf("%q answered the question with option %q", line, ans.OptionID)
+		case ans.Action == "accept":
+			if err := form.Validate(json.RawMessage(ans.Content)); err != nil {
+				t.Fatalf("%q was accepted with content the form refuses: %v", line, err)
+			}
+		case ans.Action == "decline" || ans.Action == "cancel":
+			if ans.Content != "" {
+				t.Fatalf("%q: %s with content", line, ans.Action)
+			}
+		default:
+			t.Fatalf("%q answered with action %q", line, ans.Action)
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,6 +232,12 @@ func OneLine(s string) string {
 	return b.String()
 }
 
+// Collapse is OneLine for text that may hold runs of spaces: each run of
+// white space (tabs, newlines, U+3000 and the other wide ones) becomes one
+// space, so that the agent's text cannot lay out a line of its own with
+// them either.
+func Collapse(s string) string { return OneLine(strings.Join(strings.Fields(s), " ")) }
+
 // Hidden reports whether a character would not show as itself on a
 // terminal or in a notification: control, format (a bidirectional override
 // reorders what follows) and line or paragraph separators, and U+FFFD.
@@ -277,19 +284,76 @@ func (p Prompt) Form() (*elicit.Form, error) {
 }
 
 // CheckQuestion says whether a channel can answer the question at all: a
-// form whose schema the broker can check, or a URL to consent to. The form
-// is nil in URL mode.
+// form whose schema the broker can check, or a URL to consent to that is
+// an absolute http or https URL whose host can be shown as it is
+// (URLHost). The form is nil in URL mode.
 func (p Prompt) CheckQuestion() (*elicit.Form, error) {
 	switch p.Mode {
 	case "form":
 		return p.Form()
 	case "url":
-		if p.URL == "" {
-			return nil, fmt.Errorf("%w: a URL question without a URL", ErrNoAnswer)
+		if _, err := urlHost(p.URL); err != nil {
+			return nil, fmt.Errorf("%w: this question can be answered only in the editor: %w", ErrNoAnswer, err)
 		}
 		return nil, nil
 	}
 	return nil, fmt.Errorf("%w: a question of mode %q can be answered only in the editor", ErrNoAnswer, p.Mode)
+}
+
+// URLHost is the host a URL question's URL leads to, in ASCII (a lookalike
+// name shows as its punycode, xn--...): channels show it beside the whole
+// URL, whose user part or path may read as another host. It is "" when the
+// URL is not one CheckQuestion accepts.
+func (p Prompt) URLHost() string {
+	host, _ := urlHost(p.URL)
+	return host
+}
+
+// urlHost reads the host of a URL a question asks the human to open. It
+// refuses what a browser would not read as this host: a URL that is not an
+// absolute RFC 3986 one (spaces, non-ASCII, a backslash), not http or https,
+// without "//" and a host ("https:evil.example" is evil.example to a
+// browser), or with a percent escape in its host (a browser decodes it to a
+// name that need not be ASCII).
+func urlHost(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("a URL question without a URL")
+	}
+	shown := OneLine(Truncate(raw, 80))
+	if !elicit.IsAbsoluteURI(raw) {
+		return "", fmt.Errorf("the URL %q is not an absolute URI", shown)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("the URL %q: %w", shown, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	rest, slashes := strings.CutPrefix(raw[len(u.Scheme)+1:], "//")
+	// The host as written: u.Host has its escapes decoded.
+	authority, _, _ := strings.Cut(rest, "/")
+	authority, _, _ = strings.Cut(authority, "?")
+	authority, _, _ = strings.Cut(authority, "#")
+	written := authority[strings.LastIndexByte(authority, '@')+1:]
+	switch {
+	case scheme != "http" && scheme != "https":
+		return "", fmt.Errorf("the URL %q is not http or https", shown)
+	case !slashes || u.Hostname() == "":
+		return "", fmt.Errorf("the URL %q names no host", shown)
+	case strings.Contains(written, "%"):
+		return "", fmt.Errorf("the URL %q escapes its host", shown)
+	case len(u.Hostname()) > 253:
+		return "", fmt.Errorf("the URL's host is %d bytes, longer than a host name can be", len(u.Hostname()))
+	}
+	return strings.ToLower(u.Hostname()), nil
+}
+
+// onWire is p as a channel sends it as JSON: a question's options are [],
+// not null, as the README says.
+func onWire(p Prompt) Prompt {
+	if p.Options == nil {
+		p.Options = []Option{}
+	}
+	return p
 }
 
 // Reply makes an answer to the question from what a human sent back: an
@@ -304,6 +368,22 @@ func (p Prompt) Reply(action string, content json.RawMessage) (Answer, error) {
 	form, err := p.CheckQuestion()
 	if err != nil {
 		return Answer{}, err
+	}
+	return p.ReplyTo(form, action, content)
+}
+
+// ReplyTo is Reply with the form CheckQuestion returned, so that a channel
+// reads the question's schema once per Ask, not once per answer it is sent.
+func (p Prompt) ReplyTo(form *elicit.Form, action string, content json.RawMessage) (Answer, error) {
+	switch {
+	case !p.IsQuestion():
+		return Answer{}, fmt.Errorf("%w: not a question", ErrNoAnswer)
+	case p.Mode == "form" && form == nil:
+		return Answer{}, fmt.Errorf("%w: a form question answered without its form", ErrNoAnswer)
+	case p.Mode != "form" && form != nil:
+		return Answer{}, fmt.Errorf("%w: a %s question answered as a form", ErrNoAnswer, OneLine(Truncate(p.Mode, 40)))
+	case p.Mode != "form" && p.Mode != "url":
+		return Answer{}, fmt.Errorf("%w: a question of mode %q can be answered only in the editor", ErrNoAnswer, OneLine(Truncate(p.Mode, 40)))
 	}
 	content = bytes.TrimSpace(content)
 	absent := len(content) == 0 || string(content) == "null"
@@ -374,16 +454,20 @@ func (p Prompt) QuestionPointer() string {
 
 // questionSummary is Summary for a question.
 func (p Prompt) questionSummary(limit int) string {
-	msg := OneLine(p.Message)
+	msg := Collapse(p.Message)
 	if msg == "" {
 		msg = "(no message)"
 	}
 	if p.Mode != "url" {
 		return Truncate(msg, limit)
 	}
-	url := "URL: " + OneLine(p.URL)
+	host := p.URLHost()
+	if host == "" {
+		host = "none the broker can read"
+	}
+	url := "URL (host " + OneLine(host) + "): " + OneLine(p.URL)
 	if len(url) > limit-len("…") {
-		url = fmt.Sprintf("URL: %d bytes, too long to show here: %s", len(p.URL), p.QuestionPointer())
+		url = fmt.Sprintf("URL (host %s): %d bytes, too long to show here: %s", OneLine(host), len(p.URL), p.QuestionPointer())
 	}
 	if len(url) > limit {
 		return Truncate(url, limit)

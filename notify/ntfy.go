@@ -128,6 +128,13 @@ func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		exp = p.Deadline
 	}
 	a := ntfyAsk{nonce: secureRandomToken(16), exp: exp.Unix()}
+	if p.IsQuestion() {
+		form, err := p.CheckQuestion()
+		if err != nil {
+			return Answer{}, n.errorf("%w", err)
+		}
+		a.form = form
+	}
 	msg, err := n.promptMessage(p, &a)
 	if err != nil {
 		return Answer{}, err
@@ -163,6 +170,8 @@ func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
 type ntfyAsk struct {
 	nonce string
 	exp   int64 // unix seconds
+	// form is a form question's, read once.
+	form *elicit.Form
 }
 
 // check validates the configuration; its errors name no secret.
@@ -278,10 +287,7 @@ const ntfyMaxButtons = 3
 
 // questionMessage is the notification for a question; see Ntfy.
 func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
-	form, err := p.CheckQuestion()
-	if err != nil {
-		return ntfyPublish{}, n.errorf("%w", err)
-	}
+	form := a.form
 	msg := ntfyPublish{
 		Topic:      n.Topic,
 		SequenceID: "acpb" + hex.EncodeToString(secureRandom(12)),
@@ -296,49 +302,52 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 		return ntfyAction{Action: "http", Label: label, URL: n.base() + "/" + n.ReplyTopic, Method: http.MethodPost, Body: token, Clear: true}
 	}
 	var b strings.Builder
-	b.WriteString(Truncate(OneLine(p.Message), 1500))
+	b.WriteString(Truncate(Collapse(p.Message), 1500))
+	decline := button("Decline", ActionDecline, "")
+	// The broker's Decline comes first, then a numbered button per choice.
+	msg.Actions = []ntfyAction{decline}
 	if field := singleChoice(form); field != nil {
 		labels := []string{"decline"}
-		for _, c := range field.Choices {
-			label := Truncate(ntfyOneLine(c.Label()), 40)
+		for i, c := range field.Choices {
+			label := Truncate(Collapse(c.Label()), 40)
 			content, err := form.Content(map[string][]string{field.Name: {c.Value}})
-			if err != nil || slices.Contains(labels, strings.ToLower(label)) {
-				// Two buttons that read alike, or a choice that reads as
-				// the broker's own Decline: which is which would be a
-				// guess, so no choice buttons.
-				msg.Actions = nil
+			if err != nil || !plainLabel(c.Label()) || slices.Contains(labels, strings.ToLower(label)) {
+				// A label that is empty or not plain ASCII (a Cyrillic
+				// "Dеcline" reads as the broker's own), or two that read
+				// alike: which button is which would be a guess, so no
+				// choice buttons.
+				msg.Actions = []ntfyAction{decline}
 				break
 			}
 			labels = append(labels, strings.ToLower(label))
-			act := button(label, ActionAccept, string(content))
+			act := button(fmt.Sprintf("%d. %s", i+1, label), ActionAccept, string(content))
 			if len(act.Body) > ntfyTokenLimit {
 				// A choice too long for a token: no buttons rather than
 				// some choices without one.
-				msg.Actions = nil
+				msg.Actions = []ntfyAction{decline}
 				break
 			}
 			msg.Actions = append(msg.Actions, act)
 		}
 	}
+	choices := len(msg.Actions) > 1
 	switch {
 	case p.Mode == "url":
-		url := OneLine(p.URL)
-		if len(url) <= ntfyMessageLimit-b.Len()-600 {
-			b.WriteString("\n\nIt asks you to open this URL (nothing opens it for you):\n" + url)
+		// CheckQuestion let through only a URL of printable ASCII.
+		b.WriteString("\n\nIt asks you to open a URL at the host " + p.URLHost())
+		if len(p.URL) <= ntfyMessageLimit-b.Len()-600 {
+			b.WriteString(" (nothing opens it for you):\n" + p.URL)
 		} else {
-			fmt.Fprintf(&b, "\n\nIt asks you to open a URL of %d bytes, too long to show here.", len(p.URL))
+			fmt.Fprintf(&b, ", of %d bytes, too long to show here.", len(p.URL))
 		}
-	case len(msg.Actions) == 0:
+	case !choices:
 		b.WriteString("\n\n" + ntfyFields(form))
 	}
-	if len(msg.Actions) > 0 {
+	if choices {
 		b.WriteString("\n\nTap a choice, or " + p.QuestionPointer())
 	} else {
 		pointer := p.QuestionPointer()
 		b.WriteString("\n\n" + strings.ToUpper(pointer[:1]) + pointer[1:])
-	}
-	if len(msg.Actions) < ntfyMaxButtons {
-		msg.Actions = append(msg.Actions, button("Decline", ActionDecline, ""))
 	}
 	msg.Message = Truncate(b.String(), ntfyMessageLimit)
 	return msg, nil
@@ -346,7 +355,7 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 
 // singleChoice is the field a form asks for when it asks one thing among a
 // few choices a button each can answer: the one field with choices, a
-// string's, at most ntfyMaxButtons of them, every other field optional (a
+// string's, as many as leave a button for Decline, every other field optional (a
 // button leaves them out). Nil for any other form.
 func singleChoice(form *elicit.Form) *elicit.Field {
 	if form == nil {
@@ -365,7 +374,7 @@ func singleChoice(form *elicit.Form) *elicit.Field {
 			return nil
 		}
 	}
-	if choice == nil || len(choice.Choices) > ntfyMaxButtons {
+	if choice == nil || len(choice.Choices) > ntfyMaxButtons-1 {
 		return nil
 	}
 	return choice
@@ -427,8 +436,13 @@ func ntfyBody(p Prompt) string {
 	return Truncate(b.String(), ntfyMessageLimit)
 }
 
-func ntfyOneLine(s string) string {
-	return Truncate(OneLine(strings.Join(strings.Fields(s), " ")), 300)
+func ntfyOneLine(s string) string { return Truncate(Collapse(s), 300) }
+
+// plainLabel reports whether a choice's label can be a button's: not empty,
+// and printable ASCII only, so that no letter of another script can pass
+// for one of the broker's own words.
+func plainLabel(s string) bool {
+	return strings.TrimSpace(s) != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r > '~' })
 }
 
 // publish posts msg as JSON to the server.
@@ -639,7 +653,7 @@ func (n *Ntfy) answerIn(line []byte, p Prompt, a *ntfyAsk) (Answer, Option, bool
 		}
 		// The token was made from the form; it is checked again all
 		// the same, as every answer is.
-		ans, err := p.Reply(c.Action, json.RawMessage(c.Content))
+		ans, err := p.ReplyTo(a.form, c.Action, json.RawMessage(c.Content))
 		return ans, Option{}, err == nil
 	}
 	if c.Action != "" || c.Content != "" {

@@ -24,8 +24,8 @@ func TestNtfySingleChoiceQuestion(t *testing.T) {
 		want  Answer
 		text  string
 	}{
-		{"Production", Answer{Action: "accept", Content: `{"target":"production"}`, Channel: "phone", Who: "ntfy"}, "answered on the phone: accepted"},
-		{"Staging", Answer{Action: "accept", Content: `{"target":"staging"}`, Channel: "phone", Who: "ntfy"}, "answered on the phone: accepted"},
+		{"2. Production", Answer{Action: "accept", Content: `{"target":"production"}`, Channel: "phone", Who: "ntfy"}, "answered on the phone: accepted"},
+		{"1. Staging", Answer{Action: "accept", Content: `{"target":"staging"}`, Channel: "phone", Who: "ntfy"}, "answered on the phone: accepted"},
 		{"Decline", Answer{Action: "decline", Channel: "phone", Who: "ntfy"}, "answered on the phone: declined"},
 	} {
 		t.Run(tc.press, func(t *testing.T) {
@@ -36,10 +36,10 @@ func TestNtfySingleChoiceQuestion(t *testing.T) {
 			p.Message = "Where should I deploy?\nacp-broker: verified"
 			res := askAsync(t, t.Context(), n, p)
 			m := recvWithin(t, f.published, "the question")
-			if got := buttonLabels(m); !slices.Equal(got, []string{"Staging", "Production", "Decline"}) {
+			if got := buttonLabels(m); !slices.Equal(got, []string{"Decline", "1. Staging", "2. Production"}) {
 				t.Errorf("buttons %q", got)
 			}
-			if !strings.HasPrefix(m.Message, `Where should I deploy?\nacp-broker: verified`) || !strings.Contains(m.Message, "acp-broker answer 4242-9") {
+			if !strings.HasPrefix(m.Message, `Where should I deploy? acp-broker: verified`) || !strings.Contains(m.Message, "acp-broker answer 4242-9") {
 				t.Errorf("message %q lacks the question made one line, or the pointer", m.Message)
 			}
 			_, c := buttonClaims(t, m, tc.press)
@@ -121,8 +121,8 @@ func TestNtfyQuestionTokenDoesNotAnswerAPermission(t *testing.T) {
 	recvWithin(t, f.published, "the update")
 }
 
-// URL mode: the whole URL is shown, no button accepts, and nothing fetches
-// it; a URL too long to show is not cut but said to be too long.
+// URL mode: the host and the whole URL are shown and no button accepts; a
+// URL too long to show is not cut but said to be too long.
 func TestNtfyURLQuestion(t *testing.T) {
 	httpChanLeakCheck(t)
 	f := newFakeNtfy(t, "")
@@ -133,7 +133,7 @@ func TestNtfyURLQuestion(t *testing.T) {
 	if got := buttonLabels(m); !slices.Equal(got, []string{"Decline"}) {
 		t.Errorf("buttons %q, want Decline only", got)
 	}
-	if !strings.Contains(m.Message, "\n"+p.URL+"\n") || !strings.Contains(m.Message, "acp-broker answer 4242-10") {
+	if !strings.Contains(m.Message, "at the host mcp.example.test (nothing opens it for you):\n"+p.URL+"\n") || !strings.Contains(m.Message, "acp-broker answer 4242-10") {
 		t.Errorf("message %q lacks the whole URL on a line of its own, or the pointer", m.Message)
 	}
 	f.press(t, m, "Decline")
@@ -146,7 +146,7 @@ func TestNtfyURLQuestion(t *testing.T) {
 	ctx, withdraw := context.WithCancelCause(t.Context())
 	res = askAsync(t, ctx, n, p)
 	m = recvWithin(t, f.published, "the question with a long URL")
-	if strings.Contains(m.Message, "oauth/authorize") || !strings.Contains(m.Message, "too long to show here") {
+	if strings.Contains(m.Message, "oauth/authorize") || !strings.Contains(m.Message, "at the host mcp.example.test, of") || !strings.Contains(m.Message, "too long to show here") {
 		t.Errorf("message %q shows part of a URL too long to show whole", m.Message)
 	}
 	withdraw(&Outcome{By: "editor", Decision: "accept"})
@@ -199,13 +199,21 @@ func TestNtfyUncheckableQuestion(t *testing.T) {
 	}
 }
 
-// A choice whose label reads as the broker's Decline, or two choices that
-// read alike, get no buttons: the human could not tell which is which. The
-// one Decline button declines.
+// Choices whose labels are not plain ASCII (a Cyrillic "Dеcline" reads as
+// the broker's Decline) or are empty, two that read alike, or more than
+// leave a button for the broker's Decline, get no buttons: the human could
+// not tell which is which. The one Decline button declines.
 func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
 	for name, schema := range map[string]string{
 		"reads as Decline": `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"DECLINE"},{"const":"wait","title":"Wait"}]}}}`,
 		"reads alike":      `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"Staging"},{"const":"staging","title":"staging"}]}}}`,
+		// The "е" is Cyrillic: lowercasing does not make it Latin.
+		"Cyrillic Decline":       `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"Dеcline"}]}}}`,
+		"accented label":         `{"properties":{"go":{"type":"string","oneOf":[{"const":"a","title":"Décliné"},{"const":"b","title":"Wait"}]}}}`,
+		"empty value, no title":  `{"properties":{"go":{"type":"string","enum":["", "wait"]}}}`,
+		"blank title":            `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"   "},{"const":"wait","title":"Wait"}]}}}`,
+		"spaced alike":           `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"  Wait "},{"const":"staging","title":"wait"}]}}}`,
+		"three, no room for two": `{"properties":{"go":{"type":"string","enum":["a","b","c"]}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			httpChanLeakCheck(t)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // questionSchema is the seed example: where to deploy, and anything else.
@@ -35,22 +35,10 @@ func formQuestion(schema string) Prompt {
 	}
 }
 
-// urlQuestion is a URL-mode question whose URL is served by a server that
-// fails the test if anything fetches it, and is longer than anything the
+// urlQuestion is a URL-mode question whose URL is longer than anything the
 // broker cuts to.
 func urlQuestion(t *testing.T) Prompt {
 	t.Helper()
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		t.Errorf("the question's URL was fetched: %s %s", r.Method, r.URL)
-	}))
-	t.Cleanup(func() {
-		srv.Close()
-		if n := hits.Load(); n != 0 {
-			t.Errorf("the question's URL was fetched %d times", n)
-		}
-	})
 	return Prompt{
 		Version:       PromptVersion,
 		ID:            "4242-10",
@@ -58,7 +46,7 @@ func urlQuestion(t *testing.T) Prompt {
 		Agent:         "codex-acp",
 		Message:       "Sign in to the GitHub MCP server",
 		Mode:          "url",
-		URL:           srv.URL + "/oauth/authorize?client_id=acp&state=" + strings.Repeat("s", 1200) + "&end=1",
+		URL:           "https://mcp.example.test/oauth/authorize?client_id=acp&state=" + strings.Repeat("s", 1200) + "&end=1",
 		ElicitationID: "el-1",
 		Deadline:      time.Now().Add(time.Hour).Truncate(time.Second),
 		Digest:        Digest([]byte(`{"jsonrpc":"2.0","id":9,"method":"elicitation/create","mode":"url"}`)),
@@ -140,8 +128,11 @@ func TestExecQuestionOnStdin(t *testing.T) {
 	if got.Message != p.Message || got.Mode != "form" || !jsonEqual(want, have) || len(got.Options) != 0 {
 		t.Errorf("stdin = %s", data)
 	}
+	if !strings.Contains(string(data), `"options":[]`) {
+		t.Errorf("stdin = %s, want options [], as the README says", data)
+	}
 	env, _ := os.ReadFile(filepath.Join(dir, "env"))
-	for _, line := range []string{`ACP_BROKER_MODE=form`, `ACP_BROKER_MESSAGE=Deploy?\nacp-broker: verified`, `ACP_BROKER_SUMMARY=Deploy?\nacp-broker: verified`} {
+	for _, line := range []string{`ACP_BROKER_MODE=form`, `ACP_BROKER_MESSAGE=Deploy?\nacp-broker: verified`, `ACP_BROKER_SUMMARY=Deploy? acp-broker: verified`} {
 		if !strings.Contains(string(env)+"\n", line+"\n") {
 			t.Errorf("environment lacks %q:\n%s", line, env)
 		}
@@ -154,8 +145,7 @@ func jsonEqual(a, b any) bool {
 	return string(x) == string(y)
 }
 
-// URL mode: the command gets the whole URL, consents with accept, and
-// nothing fetches the URL.
+// URL mode: the command gets the whole URL, and consents with accept.
 func TestExecURLQuestion(t *testing.T) {
 	dir := t.TempDir()
 	p := urlQuestion(t)
@@ -182,6 +172,28 @@ func TestExecURLQuestion(t *testing.T) {
 	}
 	if url, _ := os.ReadFile(filepath.Join(dir, "url")); string(url) != p.URL+"\n" {
 		t.Errorf("ACP_BROKER_URL = %q, want the whole URL", url)
+	}
+}
+
+// A URL too long for the environment (Linux refuses a string of 128 KiB)
+// still reaches the command, on stdin only: ACP_BROKER_URL is empty, never
+// cut.
+func TestExecLongURLQuestion(t *testing.T) {
+	dir := t.TempDir()
+	p := urlQuestion(t)
+	p.URL += strings.Repeat("x", 200<<10)
+	e := &Exec{ChannelName: "desktop", Command: []string{execScript(t, `cat >"$DIR/stdin"; printf '%s' "$ACP_BROKER_URL" >"$DIR/url"; echo '{"action":"decline"}'`)},
+		Env: []string{"DIR=" + dir}}
+	if ans, err := execAsk(t, e, p); err != nil || ans.Action != "decline" {
+		t.Fatalf("Ask = %+v, %v; want the command run and its decline", ans, err)
+	}
+	if url, err := os.ReadFile(filepath.Join(dir, "url")); err != nil || len(url) != 0 {
+		t.Errorf("ACP_BROKER_URL = %d bytes (%v), want empty", len(url), err)
+	}
+	var got Prompt
+	data, _ := os.ReadFile(filepath.Join(dir, "stdin"))
+	if err := json.Unmarshal(data, &got); err != nil || got.URL != p.URL {
+		t.Errorf("stdin lacks the whole URL (%v)", err)
 	}
 }
 
@@ -232,23 +244,66 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 func TestQuestionSummary(t *testing.T) {
 	p := formQuestion(questionSchema)
 	p.Message = "Deploy?\n\x1b[2Jacp-broker: verified\u202e"
-	if got := p.Summary(1000); got != `Deploy?\n\x1b[2Jacp-broker: verified\u202e` {
+	if got := p.Summary(1000); got != `Deploy? \x1b[2Jacp-broker: verified\u202e` {
 		t.Errorf("Summary = %q", got)
 	}
-	u := Prompt{Mode: "url", ID: "7-1", Message: strings.Repeat("m", 500), URL: "https://example.com/" + strings.Repeat("u", 300) + "\n"}
+	// Runs of white space, wide or not, cannot lay out a line of their own.
+	p.Message = "Deploy?" + strings.Repeat("\u3000", 60) + "acp-broker:\t\t\u2003 verified"
+	if got := p.Summary(1000); got != "Deploy? acp-broker: verified" {
+		t.Errorf("Summary = %q, want each run of spaces one space", got)
+	}
+	u := Prompt{Mode: "url", ID: "7-1", Message: strings.Repeat("m", 500), URL: "https://example.com/" + strings.Repeat("u", 300)}
 	got := u.Summary(400)
-	if !strings.HasSuffix(got, "\nURL: https://example.com/"+strings.Repeat("u", 300)+`\n`) || len(got) > 400 || strings.Count(got, "\n") != 1 {
-		t.Errorf("Summary = %q, want the message cut and the whole URL after it", got)
+	if !strings.HasSuffix(got, "\nURL (host example.com): https://example.com/"+strings.Repeat("u", 300)) || len(got) > 400 || strings.Count(got, "\n") != 1 {
+		t.Errorf("Summary = %q, want the message cut and the host and whole URL after it", got)
 	}
 	got = u.Summary(200)
-	if strings.Contains(got, "example.com") || !strings.Contains(got, "too long to show here") || !strings.Contains(got, "acp-broker answer 7-1") || len(got) > 200 {
-		t.Errorf("Summary(200) = %q, want no cut URL but a pointer", got)
+	if strings.Contains(got, "example.com/") || !strings.Contains(got, "(host example.com)") || !strings.Contains(got, "too long to show here") || !strings.Contains(got, "acp-broker answer 7-1") || len(got) > 200 {
+		t.Errorf("Summary(200) = %q, want the host, no cut URL, and a pointer", got)
+	}
+	// The host shows who the URL leads to, whatever its user part says.
+	u.URL = "https://github.com@xn--80ak6aa92e.com/login"
+	if got := u.Summary(400); !strings.HasSuffix(got, "\nURL (host xn--80ak6aa92e.com): "+u.URL) {
+		t.Errorf("Summary = %q, want the host in ASCII before the URL", got)
+	}
+}
+
+// A URL question can be answered by a channel only when its URL is one a
+// browser reads as the host the channel shows.
+func TestCheckQuestionURL(t *testing.T) {
+	for _, tc := range []struct{ url, host string }{
+		{"https://example.com/a?b=c#d", "example.com"},
+		{"HTTP://Example.COM:8080/", "example.com"},
+		{"https://user@xn--80ak6aa92e.com/", "xn--80ak6aa92e.com"},
+		{"http://[::1]:9/x", "::1"},
+		{"http://127.0.0.1:8080/cb", "127.0.0.1"},
+	} {
+		p := Prompt{Mode: "url", URL: tc.url}
+		if _, err := p.CheckQuestion(); err != nil || p.URLHost() != tc.host {
+			t.Errorf("%q: CheckQuestion = %v, URLHost = %q; want host %q", tc.url, err, p.URLHost(), tc.host)
+		}
+	}
+	for _, bad := range []string{
+		"", "example.com/login", "/relative", "javascript:alert(1)", "file:///etc/passwd", "ftp://example.com/",
+		"https:evil.example/path", "https:/evil.example", "https:///evil.example", "https://:443/",
+		"https://%D0%B0pple.com/", "https://аpple.com/", "https://exa mple.com/", "https://example.com/\n",
+		"https://example.com\\@evil.example/", "https://" + strings.Repeat("a", 254) + "/",
+	} {
+		p := Prompt{Mode: "url", URL: bad}
+		if _, err := p.CheckQuestion(); !errors.Is(err, ErrNoAnswer) || p.URLHost() != "" {
+			t.Errorf("%q: CheckQuestion = %v, URLHost = %q; want it answerable only in the editor", bad, err, p.URLHost())
+		}
+		if _, err := p.Reply("accept", nil); !errors.Is(err, ErrNoAnswer) {
+			t.Errorf("%q: Reply(accept) = %v, want no answer", bad, err)
+		}
 	}
 }
 
 // FuzzQuestionReply: whatever a channel brings back, an answer is one of
-// the three actions, and an accepted form's content is one line of strict
-// JSON the form accepts.
+// the three actions, the one the reply named, and an accepted form's
+// content is one line of JSON that says what the reply's content said and
+// that questionSchema allows, as a plain reading with encoding/json sees it
+// (not the broker's own checker, which Reply used).
 func FuzzQuestionReply(f *testing.F) {
 	for _, seed := range []string{
 		`{"action":"accept","content":{"target":"staging"}}`,
@@ -257,14 +312,14 @@ func FuzzQuestionReply(f *testing.F) {
 		`{"action":"decline"}`, `{"action":"cancel","content":null}`,
 		`{"action":"accept","content":{"target":"staging","target":"x"}}`,
 		`{"Action":"accept"}`, `{"action":"accept"}{}`, `[]`, ``,
+		`{"action":"accept","content":{"target":"staging","notes":"\ud800"}}`,
+		`{"action":"accept","content":{"target":"staging","\ud800":"x"}}`,
+		`{"action":"accept","content":{"target":"staging","notes":"` + strings.Repeat("é", 201) + `"}}`,
+		`{"action":"accept","content":{"target":"Staging"}}`,
 	} {
 		f.Add(seed)
 	}
 	p := formQuestion(questionSchema)
-	form, err := p.Form()
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, data string) {
 		action, content, err := parseQuestionReply([]byte(data))
 		if err != nil {
@@ -274,17 +329,60 @@ func FuzzQuestionReply(f *testing.F) {
 		if err != nil {
 			return
 		}
+		var sent struct {
+			Action  string          `json:"action"`
+			Content json.RawMessage `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(data), &sent); err != nil || sent.Action != ans.Action {
+			t.Fatalf("%q: answered %q, but the reply says %q (%v)", data, ans.Action, sent.Action, err)
+		}
 		switch ans.Action {
 		case "decline", "cancel":
 			if ans.Content != "" {
 				t.Fatalf("%q: a %s with content %q", data, ans.Action, ans.Content)
 			}
 		case "accept":
-			if strings.ContainsAny(ans.Content, "\n\r") || form.Validate(json.RawMessage(ans.Content)) != nil {
-				t.Fatalf("%q: accepted content %q is not one line the form accepts", data, ans.Content)
+			if strings.ContainsAny(ans.Content, "\n\r") {
+				t.Fatalf("%q: accepted content %q is not one line", data, ans.Content)
+			}
+			var got, said map[string]any
+			if err := json.Unmarshal([]byte(ans.Content), &got); err != nil {
+				t.Fatalf("%q: accepted content %q is not an object: %v", data, ans.Content, err)
+			}
+			if json.Unmarshal(sent.Content, &said) != nil || !jsonEqual(got, said) {
+				t.Fatalf("%q: accepted content %q is not what the reply said", data, ans.Content)
+			}
+			if problem := plainQuestionSchema(got, ans.Content); problem != "" {
+				t.Fatalf("%q: accepted content %q, which questionSchema does not allow: %s", data, ans.Content, problem)
 			}
 		default:
 			t.Fatalf("%q: action %q", data, ans.Action)
 		}
 	})
+}
+
+// plainQuestionSchema says what questionSchema does not allow in content
+// ("" for nothing): decoded, and as it was written (raw), where Go reads a
+// lone surrogate or invalid UTF-8 as the U+FFFD a JavaScript agent would
+// not.
+func plainQuestionSchema(content map[string]any, raw string) string {
+	for name := range content {
+		if name != "target" && name != "notes" {
+			return "a field " + strconv.Quote(name)
+		}
+	}
+	if target, ok := content["target"].(string); !ok || target != "staging" && target != "production" {
+		return "target is not staging or production"
+	}
+	if notes, ok := content["notes"]; ok {
+		s, ok := notes.(string)
+		if !ok || utf8.RuneCountInString(s) > 200 {
+			return "notes is not a string of at most 200 characters"
+		}
+	}
+	if strings.ContainsRune(fmt.Sprint(content), utf8.RuneError) && !strings.Contains(raw, "\uFFFD") &&
+		!strings.Contains(strings.ToLower(raw), `\ufffd`) {
+		return "a character Go read as U+FFFD that was not written as one"
+	}
+	return ""
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acp-broker/acp-broker/elicit"
 )
 
 // Webhook asks through an HTTP receiver of the user's (a chat bot, a home
@@ -92,7 +94,8 @@ type Webhook struct {
 type webhookCap struct {
 	req      *webhookReq
 	option   Option
-	question *Prompt // set for a question's URL, which takes its answer as the body
+	question *Prompt      // set for a question's URL, which takes its answer as the body
+	form     *elicit.Form // the question's form, read once by Ask; nil in URL mode
 }
 
 // webhookReq is one Ask's state; every field but answer is guarded by
@@ -217,22 +220,26 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		return Answer{}, w.errorf("no URL to send requests to")
 	case len(w.Secret) == 0:
 		return Answer{}, w.errorf("the signing secret is empty")
-	case p.IsQuestion():
-		if _, err := p.CheckQuestion(); err != nil {
-			return Answer{}, w.errorf("%w", err)
-		}
-	case len(p.Options) == 0:
+	case !p.IsQuestion() && len(p.Options) == 0:
 		return Answer{}, w.errorf("the request offers no option: %w", ErrNoAnswer)
 	case !p.Deadline.IsZero() && !time.Now().Before(p.Deadline):
 		return Answer{}, w.errorf("%w: %w", errPastDeadline, ErrNoAnswer)
 	case ctx.Err() != nil:
 		return Answer{}, ctx.Err()
 	}
-	req, urls, closed, err := w.open(p)
+	var form *elicit.Form
+	if p.IsQuestion() {
+		// Read once, here: not under w.mu, and not again for each POST.
+		var err error
+		if form, err = p.CheckQuestion(); err != nil {
+			return Answer{}, w.errorf("%w", err)
+		}
+	}
+	req, urls, closed, err := w.open(p, form)
 	if err != nil {
 		return Answer{}, err
 	}
-	sent := webhookPrompt{Event: "prompt", Prompt: p, AnswerURLs: urls}
+	sent := webhookPrompt{Event: "prompt", Prompt: onWire(p), AnswerURLs: urls}
 	if p.IsQuestion() {
 		sent.AnswerURL, sent.AnswerURLs = urls[""], nil
 	}
@@ -301,7 +308,7 @@ func answered(req *webhookReq) (Answer, bool) {
 
 // open makes a capability for each option of p (or one for a question,
 // its URL under ""), and returns their URLs and the channel Close closes.
-func (w *Webhook) open(p Prompt) (*webhookReq, map[string]string, <-chan struct{}, error) {
+func (w *Webhook) open(p Prompt, form *elicit.Form) (*webhookReq, map[string]string, <-chan struct{}, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -320,7 +327,7 @@ func (w *Webhook) open(p Prompt) (*webhookReq, map[string]string, <-chan struct{
 		urls[name] = w.base + "/answer/" + capability
 	}
 	if p.IsQuestion() {
-		add("", &webhookCap{req: req, question: &p})
+		add("", &webhookCap{req: req, question: &p, form: form})
 		return req, urls, w.closed, nil
 	}
 	for _, o := range p.Options {
@@ -358,28 +365,44 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 		who = host
 	}
 
-	w.mu.Lock()
-	c := w.pending[key]
-	switch {
-	case c == nil:
-		w.mu.Unlock()
-		http.Error(rw, "no such answer URL", http.StatusNotFound)
-		return
-	case c.req.over:
-		w.mu.Unlock()
-		http.Error(rw, "this request was already answered or withdrawn", http.StatusGone)
-		return
-	case !c.req.deadline.IsZero() && !w.clock().Before(c.req.deadline):
-		w.mu.Unlock()
-		http.Error(rw, "this request has expired", http.StatusGone)
+	// live looks the capability up, and refuses it once its request is
+	// over; w.mu is held from when it returns true.
+	var c *webhookCap
+	live := func() bool {
+		w.mu.Lock()
+		c = w.pending[key]
+		switch {
+		case c == nil:
+			w.mu.Unlock()
+			http.Error(rw, "no such answer URL", http.StatusNotFound)
+			return false
+		case c.req.over:
+			w.mu.Unlock()
+			http.Error(rw, "this request was already answered or withdrawn", http.StatusGone)
+			return false
+		case !c.req.deadline.IsZero() && !w.clock().Before(c.req.deadline):
+			w.mu.Unlock()
+			http.Error(rw, "this request has expired", http.StatusGone)
+			return false
+		}
+		return true
+	}
+	if !live() {
 		return
 	}
 	if c.question != nil {
-		ans, status, err := questionAnswer(c.question, body, bodyErr)
+		// The answer is checked without w.mu, which every other answer
+		// and Ask need; the request may end meanwhile, so it is looked up
+		// again before it takes the answer.
+		question, form := c.question, c.form
+		w.mu.Unlock()
+		ans, status, err := questionAnswer(question, form, body, bodyErr)
 		if err != nil {
 			// No answer: the URL stays usable for a valid one.
-			w.mu.Unlock()
 			http.Error(rw, err.Error(), status)
+			return
+		}
+		if !live() {
 			return
 		}
 		ans.Channel, ans.Who = w.ChannelName, who
@@ -400,7 +423,7 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 // questionAnswer reads a question's answer from a POST body, and says the
 // HTTP status for one that is none: 413 for a body past the limit, 400 for
 // one that is not an answer, 422 for content that fails the form.
-func questionAnswer(p *Prompt, body []byte, bodyErr error) (Answer, int, error) {
+func questionAnswer(p *Prompt, form *elicit.Form, body []byte, bodyErr error) (Answer, int, error) {
 	if bodyErr != nil {
 		return Answer{}, http.StatusRequestEntityTooLarge, fmt.Errorf("the answer is more than %d bytes", webhookAnswerLimit)
 	}
@@ -408,7 +431,7 @@ func questionAnswer(p *Prompt, body []byte, bodyErr error) (Answer, int, error) 
 	if err != nil {
 		return Answer{}, http.StatusBadRequest, fmt.Errorf(`not an answer (want {"action": "accept"|"decline"|"cancel", "content": {...}}): %w`, err)
 	}
-	ans, err := p.Reply(action, content)
+	ans, err := p.ReplyTo(form, action, content)
 	if err != nil {
 		return Answer{}, http.StatusUnprocessableEntity, err
 	}

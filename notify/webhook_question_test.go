@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // postAnswer POSTs body to a question's answer URL as a receiver would,
@@ -119,8 +120,8 @@ func TestWebhookDeclinesAndCancelsAQuestion(t *testing.T) {
 	}
 }
 
-// URL mode: the receiver gets the whole URL, consent carries no content,
-// and nothing fetches the URL.
+// URL mode: the receiver gets the whole URL, and consent carries no
+// content.
 func TestWebhookURLQuestion(t *testing.T) {
 	httpChanLeakCheck(t)
 	rc := newFakeReceiver(t)
@@ -172,6 +173,28 @@ func TestWebhookUncheckableQuestion(t *testing.T) {
 	ans, err := w.Ask(t.Context(), formQuestion(`{"properties":{"a":{"type":"string","pattern":"x"}}}`))
 	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "only in the editor") {
 		t.Fatalf("Ask = %+v, %v", ans, err)
+	}
+	select {
+	case got := <-rc.prompts:
+		t.Fatalf("sent %s", got.body)
+	default:
+	}
+}
+
+// A question past its deadline, or withdrawn before Ask, is not sent, as a
+// request is not.
+func TestWebhookSendsNoExpiredOrWithdrawnQuestion(t *testing.T) {
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	expired := formQuestion(questionSchema)
+	expired.Deadline = time.Now().Add(-time.Second)
+	if ans, err := w.Ask(t.Context(), expired); !errors.Is(err, ErrNoAnswer) || !errors.Is(err, errPastDeadline) {
+		t.Errorf("Ask(expired) = %+v, %v; want past its deadline, no answer", ans, err)
+	}
+	ctx, withdraw := context.WithCancel(t.Context())
+	withdraw()
+	if ans, err := w.Ask(ctx, formQuestion(questionSchema)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Ask(withdrawn) = %+v, %v; want ctx's error", ans, err)
 	}
 	select {
 	case got := <-rc.prompts:

@@ -610,7 +610,7 @@ func TestWebhookRefusesABadConfig(t *testing.T) {
 	if err := w.Start(); err == nil {
 		t.Error("a second Start succeeded")
 	}
-	req, urls, _, err := w.open(httpChanPrompt("20-4"))
+	req, urls, _, err := w.open(httpChanPrompt("20-4"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

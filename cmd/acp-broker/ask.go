@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/permission"
 	"github.com/acp-broker/acp-broker/rules"
@@ -92,7 +96,7 @@ func newChannel(c rules.ChannelConfig) (notify.Channel, func(), error) {
 func newPendingCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pending",
-		Short: "List the requests your running brokers are waiting on a human for",
+		Short: "List the requests and questions your running brokers are waiting on a human for",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := notify.LocalDir()
@@ -106,6 +110,9 @@ func newPendingCmd(stdout io.Writer) *cobra.Command {
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tAGENT\tKIND\tASKS\tOPTIONS")
 			for _, p := range pending {
+				if p.IsQuestion() {
+					continue
+				}
 				var opts []string
 				for _, o := range p.Options {
 					if o.Remembers != "" && o.Kind == "allow_always" {
@@ -118,7 +125,11 @@ func newPendingCmd(stdout io.Writer) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(p.ID), printable(p.Agent), printable(p.Kind),
 					printable(strings.ReplaceAll(p.Summary(120), "\n", "; ")), printable(strings.Join(opts, ",")))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			describeQuestions(stdout, pending)
+			return nil
 		},
 	}
 }
@@ -134,28 +145,219 @@ func printable(s string) string {
 	}, s)
 }
 
+// answerOptions are the command line of `acp-broker answer` for a question.
+type answerOptions struct {
+	fields                  []string // NAME=VALUE, as typed
+	accept, decline, cancel bool
+}
+
 func newAnswerCmd(stdout io.Writer) *cobra.Command {
-	return &cobra.Command{
-		Use:       "answer ID allow|always|reject",
-		Short:     "Answer a pending request from here (see acp-broker pending)",
-		Args:      cobra.ExactArgs(2),
-		ValidArgs: []string{"allow", "always", "reject"},
+	var opts answerOptions
+	cmd := &cobra.Command{
+		Use:   "answer ID allow|always|reject\n  acp-broker answer ID [--field NAME=VALUE ...] [--accept | --decline | --cancel]",
+		Short: "Answer a pending request or question from here (see acp-broker pending)",
+		Long: `Answer a pending request or question from here (see acp-broker pending).
+
+A permission request is answered allow, always or reject. A question is
+answered with its fields (--field NAME=VALUE, once per field, and once per
+value of a multi-select), --decline or --cancel; a URL question with
+--accept (you consent to open the URL yourself: the broker never opens it),
+--decline or --cancel. Given none of these, a question is asked field by
+field: with a form on a terminal, else one prompt a line on stderr, read
+from stdin a line at a time. An answer that does not fit the form is
+refused, and the question stays open.`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: completeAnswer,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch args[1] {
-			case "allow", "always", "reject":
-			default:
-				return userError(2, fmt.Sprintf("unknown answer %q", args[1]), "answer allow, always or reject")
-			}
 			dir, err := notify.LocalDir()
 			if err != nil {
 				return userError(1, err.Error())
 			}
-			p, err := notify.AnswerPending(dir, args[0], args[1])
-			if err != nil {
-				return userError(1, err.Error(), "see 'acp-broker pending'")
+			if len(args) == 2 {
+				return answerPermission(stdout, dir, args, opts)
 			}
-			fmt.Fprintf(stdout, "answered %s (%s): %s\n", printable(p.ID), printable(p.Agent), args[1])
-			return nil
+			return answerQuestion(cmd.Context(), stdout, cmd.InOrStdin(), cmd.ErrOrStderr(), dir, args[0], opts)
 		},
 	}
+	cmd.Flags().StringArrayVar(&opts.fields, "field", nil, "a field's answer, `NAME=VALUE` (repeat it for each field, and for each value of a multi-select)")
+	cmd.Flags().BoolVar(&opts.accept, "accept", false, "accept the question: a URL question's consent, or a form with its --field values")
+	cmd.Flags().BoolVar(&opts.decline, "decline", false, "decline the question")
+	cmd.Flags().BoolVar(&opts.cancel, "cancel", false, "cancel the question")
+	cmd.MarkFlagsMutuallyExclusive("accept", "decline", "cancel")
+	cmd.MarkFlagsMutuallyExclusive("field", "decline")
+	cmd.MarkFlagsMutuallyExclusive("field", "cancel")
+	_ = cmd.RegisterFlagCompletionFunc("field", completeField)
+	return cmd
+}
+
+// answerPermission answers a permission request allow, always or reject.
+func answerPermission(stdout io.Writer, dir string, args []string, opts answerOptions) error {
+	if len(opts.fields) > 0 || opts.accept || opts.decline || opts.cancel {
+		return userError(2, "--field, --accept, --decline and --cancel answer a question, not allow, always or reject",
+			"answer a permission request: acp-broker answer ID allow|always|reject")
+	}
+	switch args[1] {
+	case "allow", "always", "reject":
+	default:
+		return userError(2, fmt.Sprintf("unknown answer %q", args[1]), "answer allow, always or reject")
+	}
+	p, err := notify.AnswerPending(dir, args[0], args[1])
+	if err != nil {
+		if p.IsQuestion() {
+			return userError(1, err.Error(), fmt.Sprintf("answer it: acp-broker answer %s --field NAME=VALUE ... (or --decline, --cancel)", printable(p.ID)))
+		}
+		return userError(1, err.Error(), "see 'acp-broker pending'")
+	}
+	fmt.Fprintf(stdout, "answered %s (%s): %s\n", printable(p.ID), printable(p.Agent), args[1])
+	return nil
+}
+
+// answerQuestion answers the question id: from the flags if they say the
+// answer, else by asking each field, on a terminal with a form and
+// otherwise with plain prompts on stderr read from stdin.
+func answerQuestion(ctx context.Context, stdout io.Writer, stdin io.Reader, stderr io.Writer, dir, id string, opts answerOptions) error {
+	q, err := notify.FindPending(dir, id)
+	if err != nil {
+		return userError(1, err.Error(), "see 'acp-broker pending'")
+	}
+	if !q.IsQuestion() {
+		return userError(2, fmt.Sprintf("request %s is a permission request, not a question", printable(q.ID)),
+			fmt.Sprintf("answer it: acp-broker answer %s allow|always|reject", printable(q.ID)))
+	}
+	if q.Mode == "url" && len(opts.fields) > 0 {
+		return userError(2, fmt.Sprintf("question %s asks you to open a URL: it has no fields", printable(q.ID)),
+			"answer it with --accept, --decline or --cancel")
+	}
+	ans := questionAnswer{values: map[string][]string{}}
+	switch {
+	case opts.decline:
+		ans.action = "decline"
+	case opts.cancel:
+		ans.action = "cancel"
+	case opts.accept || len(opts.fields) > 0:
+		ans.action = "accept"
+		for _, f := range opts.fields {
+			name, value, ok := strings.Cut(f, "=")
+			if !ok || name == "" {
+				return userError(2, fmt.Sprintf("--field %q is not NAME=VALUE", f))
+			}
+			ans.values[name] = append(ans.values[name], value)
+		}
+	case isTerminal(stdin) && isTerminal(stderr) && os.Getenv("TERM") != "dumb":
+		// The form reads keys from one and draws on the other. (On a dumb
+		// terminal huh would fall back to its accessible mode, which reads
+		// an ended input as the default answer: the plain prompts do not.)
+		ans, err = askTerminal(ctx, stdin, stderr, q)
+	default:
+		ans, err = askPlain(bufio.NewReader(stdin), stderr, q)
+	}
+	if err != nil {
+		return userError(1, err.Error(), "nothing was sent: the question is still open")
+	}
+	var content json.RawMessage
+	if ans.action == "accept" && q.Mode != "url" {
+		form, err := elicit.ParseSchema(q.RequestedSchema)
+		if err != nil {
+			return userError(1, fmt.Sprintf("question %s cannot be answered here: %v", printable(q.ID), err))
+		}
+		if content, err = form.Content(ans.values); err != nil {
+			return userError(1, fmt.Sprintf("the answer does not fit question %s: %v", printable(q.ID), err),
+				"nothing was sent: the question is still open (see 'acp-broker pending')")
+		}
+	}
+	if err := notify.AnswerQuestion(dir, q, ans.action, content); err != nil {
+		return userError(1, err.Error(), "see 'acp-broker pending'")
+	}
+	fmt.Fprintf(stdout, "answered %s (%s): %s\n", printable(q.ID), printable(q.Agent), ans.action)
+	if q.Mode == "url" && ans.action == "accept" {
+		fmt.Fprintf(stdout, "open it yourself (host %s): %s\n", notify.OneLine(q.URLHost()), notify.OneLine(q.URL))
+	}
+	return nil
+}
+
+// completeAnswer completes `acp-broker answer`: the pending ids first,
+// then the answers the request takes (its offered decisions, or a
+// question's fields and actions).
+func completeAnswer(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	dir, err := notify.LocalDir()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if len(args) == 0 {
+		pending, _ := notify.ListPending(dir)
+		var out []cobra.Completion
+		for _, p := range pending {
+			what := strings.ReplaceAll(p.Summary(60), "\n", "; ")
+			if p.IsQuestion() {
+				what = "question: " + notify.Truncate(notify.OneLine(p.Message), 60)
+			}
+			out = append(out, cobra.CompletionWithDesc(printable(p.ID), printable(p.Agent)+": "+printable(what)))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	if len(args) > 1 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	p, err := notify.FindPending(dir, args[0])
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if !p.IsQuestion() {
+		var out []cobra.Completion
+		for _, word := range []string{"allow", "always", "reject"} {
+			if _, err := notify.DecisionOption(p.Prompt, word); err == nil {
+				out = append(out, word)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	out := []cobra.Completion{"--decline", "--cancel"}
+	if p.Mode == "url" {
+		return append([]cobra.Completion{"--accept"}, out...), cobra.ShellCompDirectiveNoFileComp
+	}
+	form, err := elicit.ParseSchema(p.RequestedSchema)
+	if err != nil {
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	var fields []cobra.Completion
+	for _, f := range form.Fields {
+		fields = append(fields, "--field="+printable(f.Name)+"=")
+	}
+	return append(fields, out...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+}
+
+// completeField completes --field's NAME=VALUE: the question's field
+// names, then a choice field's values, or yes and no.
+func completeField(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	none := cobra.ShellCompDirectiveNoFileComp
+	dir, err := notify.LocalDir()
+	if err != nil || len(args) != 1 {
+		return nil, none
+	}
+	q, err := notify.FindPending(dir, args[0])
+	if err != nil || q.Mode != "form" {
+		return nil, none
+	}
+	form, err := elicit.ParseSchema(q.RequestedSchema)
+	if err != nil {
+		return nil, none
+	}
+	var out []cobra.Completion
+	name, _, typed := strings.Cut(toComplete, "=")
+	for _, f := range form.Fields {
+		switch {
+		case !typed:
+			out = append(out, cobra.CompletionWithDesc(printable(f.Name)+"=", fieldSummary(f)))
+		case f.Name == name && f.Type == "boolean":
+			out = append(out, cobra.Completion(printable(f.Name)+"=yes"), cobra.Completion(printable(f.Name)+"=no"))
+		case f.Name == name:
+			for _, c := range f.Choices {
+				out = append(out, cobra.CompletionWithDesc(printable(f.Name)+"="+printable(c.Value), printable(c.Title)))
+			}
+		}
+	}
+	if !typed {
+		return out, none | cobra.ShellCompDirectiveNoSpace
+	}
+	return out, none
 }
