@@ -279,8 +279,11 @@ func (e *Engine) RewriteInitialize(m *jsonrpc.Message) ([]byte, string) {
 		return nil, ""
 	}
 	e.answeringForEditor.Store(true)
-	return out, `added clientCapabilities.elicitation.form ([questions] answer_for_editor): the editor did not advertise it, so the broker answers the agent's questions through the channels`
+	note := `added clientCapabilities.elicitation.form ([questions] answer_for_editor): the editor did not advertise it, so the broker answers the agent's questions through the channels`
+	_ = e.write(Record{Method: "initialize", Decision: "rewritten", Source: "questions", Reason: note})
+	return out, note
 }
+
 
 // withForms adds form elicitation to an initialize request's client
 // capabilities, at the first level that lacks it or holds null
