@@ -284,7 +284,6 @@ func (e *Engine) RewriteInitialize(m *jsonrpc.Message) ([]byte, string) {
 	return out, note
 }
 
-
 // withForms adds form elicitation to an initialize request's client
 // capabilities, at the first level that lacks it or holds null
 // (clientCapabilities, elicitation, form), leaving every other byte as it
