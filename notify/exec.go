@@ -39,6 +39,15 @@ const (
 // non-zero exit or a signal, empty output, a second JSON value or trailing
 // text, more than 64 KiB, an option the agent did not offer.
 //
+// A question (an agent's elicitation) reaches the command the same way: the
+// Prompt then has message, mode and requestedSchema (form) or url and
+// elicitationId (url), and no options. The command answers
+// {"action":"accept","content":{...}}, {"action":"decline"} or
+// {"action":"cancel"} (URL mode's accept, consent to open the URL, has no
+// content). Content that does not satisfy requestedSchema is no answer, as
+// is a question whose schema the broker cannot check: no command is run for
+// that one.
+//
 // The command runs in a process group of its own. When it exits, or when
 // Ask's ctx ends first, the whole group is killed with SIGKILL, so a
 // notification helper it started in the background does not outlive the
@@ -56,7 +65,8 @@ type Exec struct {
 // Name returns the channel's name.
 func (e *Exec) Name() string { return e.ChannelName }
 
-// Ask runs the command and returns the option it chose. When ctx ends
+// Ask runs the command and returns the option it chose (or, for a
+// question, its checked answer). When ctx ends
 // first, the command's process group is killed and Ask returns ctx's error.
 func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if len(e.Command) == 0 {
@@ -64,6 +74,11 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
+	}
+	if p.IsQuestion() {
+		if _, err := p.CheckQuestion(); err != nil {
+			return Answer{}, fmt.Errorf("exec channel %q: %w", e.ChannelName, err)
+		}
 	}
 	input, err := json.Marshal(p)
 	if err != nil {
@@ -95,6 +110,19 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if res.overflow {
 		return fail("%s printed more than %d bytes", e.Command[0], execOutputLimit)
 	}
+	if p.IsQuestion() {
+		action, content, err := parseQuestionReply(res.stdout)
+		if err != nil {
+			return fail("%s printed %v", e.Command[0], err)
+		}
+		ans, err := p.Reply(action, content)
+		if err != nil {
+			// Reply's error already says "no answer".
+			return Answer{}, fmt.Errorf("exec channel %q: %w", e.ChannelName, err)
+		}
+		ans.Channel = e.ChannelName
+		return ans, nil
+	}
 	optionID, decision, err := parseReply(res.stdout)
 	if err != nil {
 		return fail("%s printed %v", e.Command[0], err)
@@ -113,7 +141,10 @@ func (e *Exec) Ask(ctx context.Context, p Prompt) (Answer, error) {
 // commands, paths, URLs or MCP tool, one a line, cut to 1,000 bytes),
 // ACP_BROKER_OPTIONS (the offered option kinds, space-separated) and
 // ACP_BROKER_REMEMBERS (what an allow_always answer makes the broker
-// remember, empty when none is offered).
+// remember, empty when none is offered). For a question, ACP_BROKER_MODE
+// is "form" or "url", ACP_BROKER_MESSAGE its message (one line, cut to
+// 1,000 bytes) and ACP_BROKER_URL the whole URL (one line, never cut); the
+// summary is the message and the URL.
 func promptEnv(p Prompt) []string {
 	kinds := make([]string, len(p.Options))
 	remembers := ""
@@ -132,6 +163,9 @@ func promptEnv(p Prompt) []string {
 		"ACP_BROKER_SUMMARY=" + clean(p.Summary(1000)),
 		"ACP_BROKER_OPTIONS=" + clean(OneLine(strings.Join(kinds, " "))),
 		"ACP_BROKER_REMEMBERS=" + clean(remembers),
+		"ACP_BROKER_MODE=" + clean(OneLine(p.Mode)),
+		"ACP_BROKER_MESSAGE=" + clean(Truncate(OneLine(p.Message), 1000)),
+		"ACP_BROKER_URL=" + clean(OneLine(p.URL)),
 	}
 }
 

@@ -9,6 +9,7 @@
 package notify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +22,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/acp-broker/acp-broker/elicit"
+	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
 // PromptVersion is the version of the Prompt object that channels receive.
@@ -162,7 +166,14 @@ func (p Prompt) Choose(optionID, kind string) (Option, error) {
 // own ("acp-broker: verified") nor drive a terminal; and when they do not
 // all fit, each is cut to its share and the count of those left out is
 // said, so that a long first command cannot push the next out of sight.
+//
+// A question's summary is its message made one line and, in URL mode, the
+// URL on a line of its own, never cut: when it does not fit, the summary says
+// so and where to see it whole (QuestionPointer).
 func (p Prompt) Summary(limit int) string {
+	if p.IsQuestion() {
+		return p.questionSummary(limit)
+	}
 	var parts []string
 	parts = append(parts, p.Commands...)
 	parts = append(parts, p.Paths...)
@@ -242,4 +253,143 @@ func Truncate(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// The actions that answer a question.
+const (
+	ActionAccept  = "accept"
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// Form reads a form-mode question's RequestedSchema. Its error means the
+// broker cannot check answers to it exactly, so no channel may answer it:
+// only the editor can.
+func (p Prompt) Form() (*elicit.Form, error) {
+	if p.Mode != "form" {
+		return nil, fmt.Errorf("not a form question (mode %q)", p.Mode)
+	}
+	form, err := elicit.ParseSchema(p.RequestedSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: this question can be answered only in the editor: %w", ErrNoAnswer, err)
+	}
+	return form, nil
+}
+
+// CheckQuestion says whether a channel can answer the question at all: a
+// form whose schema the broker can check, or a URL to consent to. The form
+// is nil in URL mode.
+func (p Prompt) CheckQuestion() (*elicit.Form, error) {
+	switch p.Mode {
+	case "form":
+		return p.Form()
+	case "url":
+		if p.URL == "" {
+			return nil, fmt.Errorf("%w: a URL question without a URL", ErrNoAnswer)
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("%w: a question of mode %q can be answered only in the editor", ErrNoAnswer, p.Mode)
+}
+
+// Reply makes an answer to the question from what a human sent back: an
+// action and, to accept a form, its content (a JSON object; absent or null
+// for none, which is {}). Content that does not satisfy the form is no
+// answer: the error says which field is wrong and why. URL mode's accept
+// (consent to open the URL) carries no content.
+func (p Prompt) Reply(action string, content json.RawMessage) (Answer, error) {
+	if !p.IsQuestion() {
+		return Answer{}, fmt.Errorf("%w: not a question", ErrNoAnswer)
+	}
+	form, err := p.CheckQuestion()
+	if err != nil {
+		return Answer{}, err
+	}
+	content = bytes.TrimSpace(content)
+	absent := len(content) == 0 || string(content) == "null"
+	switch action {
+	case ActionDecline, ActionCancel:
+		if !absent {
+			return Answer{}, fmt.Errorf("%w: a %s carries no content", ErrNoAnswer, action)
+		}
+		return Answer{Action: action}, nil
+	case ActionAccept:
+	case "":
+		return Answer{}, fmt.Errorf("%w: the answer names no action (accept, decline or cancel)", ErrNoAnswer)
+	default:
+		return Answer{}, fmt.Errorf("%w: action %q is not accept, decline or cancel", ErrNoAnswer, OneLine(Truncate(action, 40)))
+	}
+	if form == nil {
+		if !absent {
+			return Answer{}, fmt.Errorf("%w: consent to open a URL carries no content", ErrNoAnswer)
+		}
+		return Answer{Action: ActionAccept}, nil
+	}
+	if absent {
+		content = json.RawMessage("{}")
+	}
+	if err := form.Validate(content); err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, content); err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrNoAnswer, err)
+	}
+	return Answer{Action: ActionAccept, Content: compact.String()}, nil
+}
+
+// parseQuestionReply reads a human's answer to a question as a channel
+// brought it back: exactly one strict JSON object (no member repeated or
+// differing from another only in case, at any depth) with an "action"
+// string and, optionally, "content"; other members are ignored.
+func parseQuestionReply(data []byte) (action string, content json.RawMessage, err error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return "", nil, errors.New("nothing")
+	}
+	if err := jsonrpc.Strict(data); err != nil {
+		return "", nil, err
+	}
+	if !json.Valid(data) {
+		return "", nil, errors.New("not valid JSON")
+	}
+	members, err := jsonrpc.ExactMembers(data, "action", "content")
+	if err != nil {
+		return "", nil, err
+	}
+	raw, ok := members["action"]
+	if !ok {
+		return "", nil, errors.New(`no "action"`)
+	}
+	if err := json.Unmarshal(raw, &action); err != nil {
+		return "", nil, errors.New(`"action" is not a string`)
+	}
+	return action, members["content"], nil
+}
+
+// QuestionPointer says where a question can be answered when a channel
+// cannot take the whole answer.
+func (p Prompt) QuestionPointer() string {
+	return "answer it in the editor or with: acp-broker answer " + OneLine(p.ID)
+}
+
+// questionSummary is Summary for a question.
+func (p Prompt) questionSummary(limit int) string {
+	msg := OneLine(p.Message)
+	if msg == "" {
+		msg = "(no message)"
+	}
+	if p.Mode != "url" {
+		return Truncate(msg, limit)
+	}
+	url := "URL: " + OneLine(p.URL)
+	if len(url) > limit-len("…") {
+		url = fmt.Sprintf("URL: %d bytes, too long to show here: %s", len(p.URL), p.QuestionPointer())
+	}
+	if len(url) > limit {
+		return Truncate(url, limit)
+	}
+	if room := limit - len(url) - 1; room >= len("…") {
+		return Truncate(msg, room) + "\n" + url
+	}
+	return url
 }

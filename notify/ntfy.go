@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acp-broker/acp-broker/elicit"
 )
 
 // Ntfy asks on a phone through an ntfy server (https://ntfy.sh or a
@@ -42,6 +44,17 @@ import (
 // happened ("answered in the editor: allowed"), by publishing again with the
 // same sequence ID (ntfy 2.16 and later; an older server shows it as a second
 // notification).
+//
+// A question (an agent's elicitation) is shown as its message. A form that
+// asks one thing among at most three choices (one string field with
+// choices; any other field optional) gets one button per choice, each a
+// signed token that accepts with that choice and nothing else, bound to the
+// request as an option's is. A URL-mode question shows the whole URL, which
+// nothing here ever opens or fetches, and no button to accept: a phone may
+// show a notification cut short, so tapping "accept" would not mean the
+// human saw where it leads. Every other question says where it can be
+// answered (QuestionPointer). A "Decline" button comes with each question
+// that leaves a button free.
 //
 // The phone publishes to ReplyTopic without Token: the reply topic must let
 // the phone's ntfy app write to it (anonymous write, or the app's own
@@ -134,14 +147,14 @@ func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if err := n.publish(ctx, client, msg); err != nil {
 		if ctx.Err() != nil {
 			// The server may have published it before ctx ended.
-			n.retract(ctx, client, p, msg, ntfyRetraction(ctx, Option{}, ctx.Err()))
+			n.retract(ctx, client, p, msg, ntfyRetraction(ctx, Answer{}, Option{}, ctx.Err()))
 			return Answer{}, ctx.Err()
 		}
 		return Answer{}, n.errorf("publish the prompt: %w", err)
 	}
 
 	ans, opt, err := n.wait(ctx, client, &stream, p, &a, published)
-	n.retract(ctx, client, p, msg, ntfyRetraction(ctx, opt, err))
+	n.retract(ctx, client, p, msg, ntfyRetraction(ctx, ans, opt, err))
 	return ans, err
 }
 
@@ -214,6 +227,9 @@ type ntfyAction struct {
 // promptMessage is the notification for p, its buttons carrying signed
 // answers.
 func (n *Ntfy) promptMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
+	if p.IsQuestion() {
+		return n.questionMessage(p, a)
+	}
 	buttons := []struct {
 		label string
 		kinds []string
@@ -254,6 +270,130 @@ func (n *Ntfy) promptMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 		return ntfyPublish{}, n.errorf("the request offers no option a button can answer: %w", ErrNoAnswer)
 	}
 	return msg, nil
+}
+
+// ntfyMaxButtons is how many actions ntfy allows a notification.
+const ntfyMaxButtons = 3
+
+// questionMessage is the notification for a question; see Ntfy.
+func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
+	form, err := p.CheckQuestion()
+	if err != nil {
+		return ntfyPublish{}, n.errorf("%w", err)
+	}
+	msg := ntfyPublish{
+		Topic:      n.Topic,
+		SequenceID: "acpb" + hex.EncodeToString(secureRandom(12)),
+		Title:      ntfyTitle(p),
+		Priority:   4,
+		Tags:       []string{"question"},
+	}
+	button := func(label, action, content string) ntfyAction {
+		token := ntfySign(n.Secret, ntfyClaims{
+			V: 1, ID: p.ID, Digest: p.Digest, Action: action, Content: content, Exp: a.exp, Nonce: a.nonce,
+		})
+		return ntfyAction{Action: "http", Label: label, URL: n.base() + "/" + n.ReplyTopic, Method: http.MethodPost, Body: token, Clear: true}
+	}
+	var b strings.Builder
+	b.WriteString(Truncate(OneLine(p.Message), 1500))
+	if field := singleChoice(form); field != nil {
+		for _, c := range field.Choices {
+			content, err := form.Content(map[string][]string{field.Name: {c.Value}})
+			if err != nil {
+				msg.Actions = nil
+				break
+			}
+			act := button(Truncate(ntfyOneLine(c.Label()), 40), ActionAccept, string(content))
+			if len(act.Body) > ntfyTokenLimit {
+				// A choice too long for a token: no buttons rather than
+				// some choices without one.
+				msg.Actions = nil
+				break
+			}
+			msg.Actions = append(msg.Actions, act)
+		}
+	}
+	switch {
+	case p.Mode == "url":
+		url := OneLine(p.URL)
+		if len(url) <= ntfyMessageLimit-b.Len()-600 {
+			b.WriteString("\n\nIt asks you to open this URL (nothing opens it for you):\n" + url)
+		} else {
+			fmt.Fprintf(&b, "\n\nIt asks you to open a URL of %d bytes, too long to show here.", len(p.URL))
+		}
+	case len(msg.Actions) == 0:
+		b.WriteString("\n\n" + ntfyFields(form))
+	}
+	if len(msg.Actions) > 0 {
+		b.WriteString("\n\nTap a choice, or " + p.QuestionPointer())
+	} else {
+		pointer := p.QuestionPointer()
+		b.WriteString("\n\n" + strings.ToUpper(pointer[:1]) + pointer[1:])
+	}
+	if len(msg.Actions) < ntfyMaxButtons {
+		msg.Actions = append(msg.Actions, button("Decline", ActionDecline, ""))
+	}
+	msg.Message = Truncate(b.String(), ntfyMessageLimit)
+	return msg, nil
+}
+
+// singleChoice is the field a form asks for when it asks one thing among a
+// few choices a button each can answer: the one field with choices, a
+// string's, at most ntfyMaxButtons of them, every other field optional (a
+// button leaves them out). Nil for any other form.
+func singleChoice(form *elicit.Form) *elicit.Field {
+	if form == nil {
+		return nil
+	}
+	var choice *elicit.Field
+	for i := range form.Fields {
+		f := &form.Fields[i]
+		switch {
+		case f.Type == "string" && f.Choices != nil:
+			if choice != nil {
+				return nil
+			}
+			choice = f
+		case f.Required:
+			return nil
+		}
+	}
+	if choice == nil || len(choice.Choices) > ntfyMaxButtons {
+		return nil
+	}
+	return choice
+}
+
+// ntfyFields says, one line each, what a form asks for.
+func ntfyFields(form *elicit.Form) string {
+	var b strings.Builder
+	b.WriteString("It asks for:")
+	for _, f := range form.Fields {
+		label := f.Title
+		if label == "" {
+			label = f.Name
+		}
+		kind := f.Type
+		if f.Choices != nil {
+			var labels []string
+			for _, c := range f.Choices {
+				labels = append(labels, c.Label())
+			}
+			kind = "one of " + strings.Join(labels, ", ")
+			if f.Type == "array" {
+				kind = "any of " + strings.Join(labels, ", ")
+			}
+		}
+		if !f.Required {
+			kind += ", optional"
+		}
+		b.WriteString("\n- " + ntfyOneLine(label) + " (" + Truncate(OneLine(kind), 200) + ")")
+		if b.Len() > 1500 {
+			b.WriteString("\n…")
+			break
+		}
+	}
+	return b.String()
 }
 
 func ntfyTitle(p Prompt) string {
@@ -415,8 +555,9 @@ func (n *Ntfy) wait(ctx context.Context, client *http.Client, stream **ntfyStrea
 				break
 			}
 			idle.Reset(ntfyIdleTimeout)
-			if opt, ok := n.answerIn(line, p, a); ok {
-				return Answer{OptionID: opt.ID, Channel: n.ChannelName, Who: "ntfy"}, opt, nil
+			if ans, opt, ok := n.answerIn(line, p, a); ok {
+				ans.Channel, ans.Who = n.ChannelName, "ntfy"
+				return ans, opt, nil
 			}
 		case <-idle.C:
 			broken = true
@@ -471,24 +612,37 @@ func (n *Ntfy) resubscribe(ctx context.Context, client *http.Client, since strin
 }
 
 // answerIn reports whether a line of the reply stream is a valid answer
-// to this Ask, and which option it chose. Anything else is ignored.
-func (n *Ntfy) answerIn(line []byte, p Prompt, a *ntfyAsk) (Option, bool) {
+// to this Ask, and which option it chose (or, for a question, its action
+// and content). Anything else is ignored.
+func (n *Ntfy) answerIn(line []byte, p Prompt, a *ntfyAsk) (Answer, Option, bool) {
 	var m struct {
 		Event   string `json:"event"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Event != "message" {
-		return Option{}, false
+		return Answer{}, Option{}, false
 	}
 	c, ok := ntfyVerify(n.Secret, m.Message)
 	if !ok || c.V != 1 || c.Nonce != a.nonce || c.ID != p.ID || c.Digest != p.Digest || !time.Now().Before(time.Unix(c.Exp, 0)) {
-		return Option{}, false
+		return Answer{}, Option{}, false
+	}
+	if p.IsQuestion() {
+		if c.OptionID != "" {
+			return Answer{}, Option{}, false
+		}
+		// The token was made from the form; it is checked again all
+		// the same, as every answer is.
+		ans, err := p.Reply(c.Action, json.RawMessage(c.Content))
+		return ans, Option{}, err == nil
+	}
+	if c.Action != "" || c.Content != "" {
+		return Answer{}, Option{}, false
 	}
 	opt, err := p.Choose(c.OptionID, "")
 	if err != nil {
-		return Option{}, false
+		return Answer{}, Option{}, false
 	}
-	return opt, true
+	return Answer{OptionID: opt.ID}, opt, true
 }
 
 // ntfyClaims is what an answer token says.
@@ -497,8 +651,12 @@ type ntfyClaims struct {
 	ID       string `json:"id"`
 	Digest   string `json:"digest"`
 	OptionID string `json:"optionId"`
-	Exp      int64  `json:"exp"`
-	Nonce    string `json:"nonce"`
+	// Action and Content answer a question: a button accepts with one
+	// choice, or declines.
+	Action  string `json:"action,omitempty"`
+	Content string `json:"content,omitempty"`
+	Exp     int64  `json:"exp"`
+	Nonce   string `json:"nonce"`
 }
 
 // tokenEncoding is strict base64url: one encoding per value.
@@ -551,8 +709,10 @@ func ntfyVerify(secret []byte, token string) (ntfyClaims, bool) {
 
 // ntfyRetraction says what became of the request, for the notification
 // that replaces the prompt.
-func ntfyRetraction(ctx context.Context, opt Option, err error) string {
+func ntfyRetraction(ctx context.Context, ans Answer, opt Option, err error) string {
 	switch {
+	case err == nil && ans.Action != "":
+		return "answered on the phone: " + actionWords(ans.Action)
 	case err == nil:
 		return "answered on the phone: " + optionKindWords(opt.Kind)
 	case ctx.Err() != nil:
@@ -591,7 +751,11 @@ const channelRetractTimeout = 5 * time.Second
 func retractionText(cause error) string {
 	var o *Outcome
 	if errors.As(cause, &o) {
-		decision := map[string]string{"allow": "allowed", "deny": "rejected", "cancelled": "cancelled"}[o.Decision]
+		decision := map[string]string{
+			"allow": "allowed", "deny": "rejected", "cancelled": "cancelled",
+			// A question's actions.
+			"accept": "accepted", "decline": "declined", "cancel": "cancelled",
+		}[o.Decision]
 		if decision == "" {
 			decision = o.Decision
 		}
@@ -620,6 +784,19 @@ func retractionText(cause error) string {
 		return cause.Error() // the asker's own words, e.g. a cancelled turn
 	}
 	return "withdrawn"
+}
+
+// actionWords says what a question's answer did.
+func actionWords(action string) string {
+	switch action {
+	case ActionAccept:
+		return "accepted"
+	case ActionDecline:
+		return "declined"
+	case ActionCancel:
+		return "cancelled"
+	}
+	return action
 }
 
 // optionKindWords says what an option of this kind does.

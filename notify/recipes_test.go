@@ -3,6 +3,7 @@ package notify
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -210,4 +211,34 @@ func distinctive(text string) []string {
 		}
 	}
 	return out
+}
+
+// TestRecipesLeaveQuestionsAlone: the recipes' buttons answer permission
+// requests. A question reaches them too, and gets no answer from them, with
+// no notification whose Allow button would mean nothing: the tool they
+// drive never runs.
+func TestRecipesLeaveQuestionsAlone(t *testing.T) {
+	for _, p := range []Prompt{formQuestion(questionSchema), {Version: PromptVersion, ID: "1-2", Mode: "url", Message: "Sign in", URL: "https://example.com/", Digest: "d"}} {
+		for _, r := range recipes {
+			t.Run(p.Mode+"/"+r.script, func(t *testing.T) {
+				bin := t.TempDir()
+				if err := os.WriteFile(filepath.Join(bin, r.tool), []byte(recorder+r.fake+"\n"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				path, err := filepath.Abs(filepath.Join("..", "contrib", "channels", r.script))
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := &Exec{ChannelName: "recipe", Command: []string{path},
+					Env: []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "NTFY_TOPIC=t0p1c", "NTFY_SERVER=http://127.0.0.1:9"}}
+				ans, err := execAsk(t, e, p)
+				if err == nil || !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "answered in the editor or with acp-broker answer") {
+					t.Fatalf("Ask = %+v, %v; want no answer, pointing elsewhere", ans, err)
+				}
+				if runs, _ := filepath.Glob(filepath.Join(bin, "run.*.argv")); len(runs) != 0 {
+					t.Errorf("%s ran for a question", r.tool)
+				}
+			})
+		}
+	}
 }

@@ -41,6 +41,18 @@ import (
 // meanwhile: the human was told it was taken, and the caller, who applies
 // the first answer, decides whether it came first.
 //
+// A question (an agent's elicitation) comes with one answer URL instead:
+//
+//	{"event": "prompt", "prompt": {..., "message": ..., "mode": "form", "requestedSchema": {...}}, "answer_url": "<PublicURL>/answer/<capability>"}
+//
+// (or "mode": "url" with "url" and "elicitationId"). The receiver POSTs the
+// answer's JSON to it: {"action": "accept", "content": {...}},
+// {"action": "decline"} or {"action": "cancel"}; URL mode's accept, consent
+// to open the URL, has no content. A body that is not such an answer gets
+// 400, content that does not satisfy requestedSchema 422, each with the
+// reason, and the URL stays usable until a valid answer or the request's
+// end. A question whose schema the broker cannot check is not sent.
+//
 // When a request ends after its prompt was delivered, Ask POSTs, signed the
 // same way and best effort (for at most 5 s), what became of it:
 //
@@ -76,10 +88,11 @@ type Webhook struct {
 	now func() time.Time
 }
 
-// webhookCap is one answer URL: an option of a request.
+// webhookCap is one answer URL: an option of a request, or a question.
 type webhookCap struct {
-	req    *webhookReq
-	option Option
+	req      *webhookReq
+	option   Option
+	question *Prompt // set for a question's URL, which takes its answer as the body
 }
 
 // webhookReq is one Ask's state; every field but answer is guarded by
@@ -204,6 +217,10 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		return Answer{}, w.errorf("no URL to send requests to")
 	case len(w.Secret) == 0:
 		return Answer{}, w.errorf("the signing secret is empty")
+	case p.IsQuestion():
+		if _, err := p.CheckQuestion(); err != nil {
+			return Answer{}, w.errorf("%w", err)
+		}
 	case len(p.Options) == 0:
 		return Answer{}, w.errorf("the request offers no option: %w", ErrNoAnswer)
 	case !p.Deadline.IsZero() && !time.Now().Before(p.Deadline):
@@ -215,7 +232,11 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if err != nil {
 		return Answer{}, err
 	}
-	body, err := json.Marshal(webhookPrompt{Event: "prompt", Prompt: p, AnswerURLs: urls})
+	sent := webhookPrompt{Event: "prompt", Prompt: p, AnswerURLs: urls}
+	if p.IsQuestion() {
+		sent.AnswerURL, sent.AnswerURLs = urls[""], nil
+	}
+	body, err := json.Marshal(sent)
 	if err != nil {
 		w.end(req)
 		return Answer{}, w.errorf("encode the request: %w", err)
@@ -223,13 +244,12 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if err := w.post(ctx, body); err != nil {
 		w.end(req)
 		if ans, ok := answered(req); ok { // the receiver answered, then failed the POST
-			opt, _ := p.Choose(ans.OptionID, "")
-			w.resolve(ctx, p, opt, nil)
+			w.resolve(ctx, p, ans, nil)
 			return ans, nil
 		}
 		if ctx.Err() != nil {
 			// The receiver may have the prompt already.
-			w.resolve(ctx, p, Option{}, ctx.Err())
+			w.resolve(ctx, p, Answer{}, ctx.Err())
 			return Answer{}, ctx.Err()
 		}
 		return Answer{}, w.errorf("send the request: %w", err)
@@ -242,11 +262,12 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		deadline = t.C
 	}
 	var ans Answer
-	var opt Option
 	select {
 	case ans = <-req.answer:
 		w.end(req)
-		opt, err = p.Choose(ans.OptionID, "")
+		if !p.IsQuestion() {
+			_, err = p.Choose(ans.OptionID, "")
+		}
 	case <-deadline:
 		err = w.errorf("%w: %w", errPastDeadline, ErrNoAnswer)
 	case <-ctx.Done():
@@ -260,10 +281,9 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		// human's answer: the caller decides whether it came first.
 		if a, ok := answered(req); ok {
 			ans, err = a, nil
-			opt, _ = p.Choose(ans.OptionID, "")
 		}
 	}
-	w.resolve(ctx, p, opt, err)
+	w.resolve(ctx, p, ans, err)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -279,8 +299,8 @@ func answered(req *webhookReq) (Answer, bool) {
 	}
 }
 
-// open makes a capability for each option of p, and returns their URLs and
-// the channel Close closes.
+// open makes a capability for each option of p (or one for a question,
+// its URL under ""), and returns their URLs and the channel Close closes.
 func (w *Webhook) open(p Prompt) (*webhookReq, map[string]string, <-chan struct{}, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -292,15 +312,22 @@ func (w *Webhook) open(p Prompt) (*webhookReq, map[string]string, <-chan struct{
 	}
 	req := &webhookReq{deadline: p.Deadline, answer: make(chan Answer, 1)}
 	urls := make(map[string]string, len(p.Options))
+	add := func(name string, c *webhookCap) {
+		capability := secureRandomToken(webhookCapBytes)
+		key := sha256.Sum256([]byte(capability))
+		w.pending[key] = c
+		req.keys = append(req.keys, key)
+		urls[name] = w.base + "/answer/" + capability
+	}
+	if p.IsQuestion() {
+		add("", &webhookCap{req: req, question: &p})
+		return req, urls, w.closed, nil
+	}
 	for _, o := range p.Options {
 		if _, dup := urls[o.ID]; dup {
 			continue
 		}
-		capability := secureRandomToken(webhookCapBytes)
-		key := sha256.Sum256([]byte(capability))
-		w.pending[key] = &webhookCap{req: req, option: o}
-		req.keys = append(req.keys, key)
-		urls[o.ID] = w.base + "/answer/" + capability
+		add(o.ID, &webhookCap{req: req, option: o})
 	}
 	return req, urls, w.closed, nil
 }
@@ -316,9 +343,10 @@ func (w *Webhook) end(req *webhookReq) {
 }
 
 // serveAnswer takes a POST to an answer URL. Only the first use of a live
-// capability answers; its request is over from then on.
+// capability answers (for a question, the first with a valid answer); its
+// request is over from then on.
 func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, http.MaxBytesReader(rw, r.Body, webhookAnswerLimit))
+	body, bodyErr := io.ReadAll(http.MaxBytesReader(rw, r.Body, webhookAnswerLimit))
 	capability := r.PathValue("capability")
 	if raw, err := tokenEncoding.DecodeString(capability); err != nil || len(raw) != webhookCapBytes {
 		http.Error(rw, "no such answer URL", http.StatusNotFound)
@@ -346,11 +374,45 @@ func (w *Webhook) serveAnswer(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "this request has expired", http.StatusGone)
 		return
 	}
+	if c.question != nil {
+		ans, status, err := questionAnswer(c.question, body, bodyErr)
+		if err != nil {
+			// No answer: the URL stays usable for a valid one.
+			w.mu.Unlock()
+			http.Error(rw, err.Error(), status)
+			return
+		}
+		ans.Channel, ans.Who = w.ChannelName, who
+		c.req.over = true
+		c.req.answer <- ans
+		w.mu.Unlock()
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(rw, "answered: %s\n", ans.Action)
+		return
+	}
 	c.req.over = true
 	c.req.answer <- Answer{OptionID: c.option.ID, Channel: w.ChannelName, Who: who}
 	w.mu.Unlock()
 	rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(rw, "answered: %s\n", webhookOneLine(c.option.Name, c.option.ID))
+}
+
+// questionAnswer reads a question's answer from a POST body, and says the
+// HTTP status for one that is none: 413 for a body past the limit, 400 for
+// one that is not an answer, 422 for content that fails the form.
+func questionAnswer(p *Prompt, body []byte, bodyErr error) (Answer, int, error) {
+	if bodyErr != nil {
+		return Answer{}, http.StatusRequestEntityTooLarge, fmt.Errorf("the answer is more than %d bytes", webhookAnswerLimit)
+	}
+	action, content, err := parseQuestionReply(body)
+	if err != nil {
+		return Answer{}, http.StatusBadRequest, fmt.Errorf(`not an answer (want {"action": "accept"|"decline"|"cancel", "content": {...}}): %w`, err)
+	}
+	ans, err := p.Reply(action, content)
+	if err != nil {
+		return Answer{}, http.StatusUnprocessableEntity, err
+	}
+	return ans, 0, nil
 }
 
 func webhookOneLine(name, id string) string {
@@ -364,7 +426,9 @@ func webhookOneLine(name, id string) string {
 type webhookPrompt struct {
 	Event      string            `json:"event"`
 	Prompt     Prompt            `json:"prompt"`
-	AnswerURLs map[string]string `json:"answer_urls"`
+	AnswerURLs map[string]string `json:"answer_urls,omitempty"`
+	// AnswerURL is a question's one answer URL.
+	AnswerURL string `json:"answer_url,omitempty"`
 }
 
 // webhookResolved is what Ask POSTs when a delivered request ends.
@@ -379,11 +443,15 @@ type webhookResolved struct {
 
 // resolve tells the receiver what became of a request it was sent. It is
 // best effort and bounded: ctx may have ended already.
-func (w *Webhook) resolve(ctx context.Context, p Prompt, opt Option, err error) {
+func (w *Webhook) resolve(ctx context.Context, p Prompt, ans Answer, err error) {
 	msg := webhookResolved{Event: "resolved", ID: p.ID, Digest: p.Digest}
 	var o *Outcome
 	switch {
+	case err == nil && p.IsQuestion():
+		msg.Text = "answered here: " + actionWords(ans.Action)
+		msg.By, msg.Decision = w.ChannelName, ans.Action
 	case err == nil:
+		opt, _ := p.Choose(ans.OptionID, "")
 		msg.Text = "answered here: " + optionKindWords(opt.Kind)
 		msg.By, msg.Decision = w.ChannelName, "deny"
 		if strings.HasPrefix(opt.Kind, "allow") {

@@ -13,6 +13,12 @@
 # and summary are the agent's text: they come after "--", so that one
 # starting with "-" is shown, never read as an option (a forged button).
 set -eu
+# A question (an agent's elicitation: ACP_BROKER_MODE is set) is not for these
+# buttons: no answer, so it stays open in the editor and for `acp-broker answer`.
+if [ -n "${ACP_BROKER_MODE:-}" ]; then
+	echo "questions are answered in the editor or with acp-broker answer" >&2
+	exit 2
+fi
 set -- --app-name=acp-broker --urgency=critical --wait --action=allow_once="Allow once"
 case " $ACP_BROKER_OPTIONS " in *" allow_always "*) set -- "$@" --action=allow_always="Always allow" ;; esac
 set -- "$@" --action=reject_once=Reject

@@ -16,6 +16,12 @@
 # The summary is the agent's text: it goes to curl on stdin, never as an
 # argument (curl -d "@.env" would read and publish the file .env).
 set -eu
+# A question (an agent's elicitation: ACP_BROKER_MODE is set) is not for these
+# buttons: no answer, so it stays open in the editor and for `acp-broker answer`.
+if [ -n "${ACP_BROKER_MODE:-}" ]; then
+	echo "questions are answered in the editor or with acp-broker answer" >&2
+	exit 2
+fi
 server=${NTFY_SERVER:-https://ntfy.sh}
 topic=${NTFY_TOPIC:?set NTFY_TOPIC}
 reply="$topic-reply"

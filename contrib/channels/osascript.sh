@@ -10,6 +10,12 @@
 # the agent's text: the script reads them from the environment itself, so
 # they are never arguments of osascript (nor AppleScript source).
 set -eu
+# A question (an agent's elicitation: ACP_BROKER_MODE is set) is not for these
+# buttons: no answer, so it stays open in the editor and for `acp-broker answer`.
+if [ -n "${ACP_BROKER_MODE:-}" ]; then
+	echo "questions are answered in the editor or with acp-broker answer" >&2
+	exit 2
+fi
 choice=$(osascript -e 'on run
 	set agentName to do shell script "printf %s \"$ACP_BROKER_AGENT\""
 	set requestTitle to do shell script "printf %s \"$ACP_BROKER_TITLE\""

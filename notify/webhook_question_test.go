@@ -1,0 +1,181 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// postAnswer POSTs body to a question's answer URL as a receiver would,
+// and returns the status and what the listener said.
+func postAnswer(t *testing.T, u, body string) (int, string) {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Post(u, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	said, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, string(said)
+}
+
+// questionURL reads what the receiver got for a question: the prompt and
+// its one answer URL.
+func questionURL(t *testing.T, w *Webhook, got receivedPrompt) (Prompt, string) {
+	t.Helper()
+	var q struct {
+		Event      string            `json:"event"`
+		Prompt     Prompt            `json:"prompt"`
+		AnswerURL  string            `json:"answer_url"`
+		AnswerURLs map[string]string `json:"answer_urls"`
+	}
+	if err := json.Unmarshal(got.body, &q); err != nil {
+		t.Fatal(err)
+	}
+	capability, ok := strings.CutPrefix(q.AnswerURL, w.base+"/answer/")
+	if raw, err := tokenEncoding.DecodeString(capability); !ok || err != nil || len(raw) != 32 || q.AnswerURLs != nil || q.Event != "prompt" {
+		t.Fatalf("receiver got %s, want a prompt with one answer_url <listener>/answer/<256-bit capability>", got.body)
+	}
+	return q.Prompt, q.AnswerURL
+}
+
+// A question's answer URL takes the answer as JSON: content that does not
+// satisfy the form is refused with 422 and the reason, and the URL keeps
+// working until a valid answer; then it is spent.
+func TestWebhookAnswersAQuestion(t *testing.T) {
+	httpChanLeakCheck(t)
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	p := formQuestion(questionSchema)
+	res := askAsync(t, t.Context(), w, p)
+	sent, u := questionURL(t, w, recvWithin(t, rc.prompts, "the question"))
+	if sent.Message != p.Message || sent.Mode != "form" || string(sent.RequestedSchema) == "" {
+		t.Errorf("receiver got %+v", sent)
+	}
+
+	for _, tc := range []struct {
+		body   string
+		status int
+		says   string
+	}{
+		{`{"action":"accept","content":{"target":"moon"}}`, 422, `field "target": "moon" is not one of "staging", "production"`},
+		{`{"action":"accept","content":{"notes":"x"}}`, 422, `field "target": required`},
+		{`{"action":"accept","content":{"target":"staging","sudo":true}}`, 422, `field "sudo"`},
+		{`{"action":"accept","content":{"target":"staging","target":"production"}}`, 400, "not an answer"},
+		{`{"action":"allow"}`, 422, `action "allow"`},
+		{`{"optionId":"allow"}`, 400, `no "action"`},
+		{`yes please`, 400, "not an answer"},
+		{``, 400, "not an answer"},
+		{`{"action":"accept","content":{"notes":"` + strings.Repeat("x", 70000) + `"}}`, 413, "more than"},
+	} {
+		if status, said := postAnswer(t, u, tc.body); status != tc.status || !strings.Contains(said, tc.says) {
+			t.Errorf("POST %.60s = %d %q; want %d saying %q", tc.body, status, said, tc.status, tc.says)
+		}
+	}
+	select {
+	case r := <-res:
+		t.Fatalf("Ask returned on an invalid answer: %+v, %v", r.ans, r.err)
+	default:
+	}
+	if status, said := postAnswer(t, u, `{"action":"accept","content":{"target":"production","notes":"after 5pm"}}`); status != http.StatusOK || said != "answered: accept\n" {
+		t.Fatalf("valid answer: %d %q", status, said)
+	}
+	r := recvWithin(t, res, "Ask")
+	if want := (Answer{Action: "accept", Content: `{"target":"production","notes":"after 5pm"}`, Channel: "hook", Who: "127.0.0.1"}); r.err != nil || r.ans != want {
+		t.Fatalf("Ask = %+v, %v; want %+v", r.ans, r.err, want)
+	}
+	if status, _ := postAnswer(t, u, `{"action":"decline"}`); !refused(status) {
+		t.Errorf("a second answer got %d, want it refused", status)
+	}
+	done := recvWithin(t, rc.resolved, "the resolved event")
+	if done.ID != p.ID || done.By != "hook" || done.Decision != "accept" || done.Text != "answered here: accepted" {
+		t.Errorf("resolved = %+v", done)
+	}
+}
+
+func TestWebhookDeclinesAndCancelsAQuestion(t *testing.T) {
+	for _, action := range []string{"decline", "cancel"} {
+		t.Run(action, func(t *testing.T) {
+			httpChanLeakCheck(t)
+			rc := newFakeReceiver(t)
+			w := startWebhook(t, rc)
+			res := askAsync(t, t.Context(), w, formQuestion(questionSchema))
+			_, u := questionURL(t, w, recvWithin(t, rc.prompts, "the question"))
+			if status, _ := postAnswer(t, u, `{"action":"`+action+`"}`); status != http.StatusOK {
+				t.Fatalf("answer: %d", status)
+			}
+			r := recvWithin(t, res, "Ask")
+			if want := (Answer{Action: action, Channel: "hook", Who: "127.0.0.1"}); r.err != nil || r.ans != want {
+				t.Fatalf("Ask = %+v, %v; want %+v", r.ans, r.err, want)
+			}
+			recvWithin(t, rc.resolved, "the resolved event")
+		})
+	}
+}
+
+// URL mode: the receiver gets the whole URL, consent carries no content,
+// and nothing fetches the URL.
+func TestWebhookURLQuestion(t *testing.T) {
+	httpChanLeakCheck(t)
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	p := urlQuestion(t)
+	res := askAsync(t, t.Context(), w, p)
+	sent, u := questionURL(t, w, recvWithin(t, rc.prompts, "the question"))
+	if sent.URL != p.URL || sent.Mode != "url" || sent.ElicitationID != "el-1" {
+		t.Errorf("receiver got %+v", sent)
+	}
+	if status, said := postAnswer(t, u, `{"action":"accept","content":{"a":"b"}}`); status != 422 || !strings.Contains(said, "carries no content") {
+		t.Errorf("accept with content: %d %q", status, said)
+	}
+	if status, _ := postAnswer(t, u, `{"action":"accept"}`); status != http.StatusOK {
+		t.Fatalf("accept: %d", status)
+	}
+	if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans != (Answer{Action: "accept", Channel: "hook", Who: "127.0.0.1"}) {
+		t.Fatalf("Ask = %+v, %v", r.ans, r.err)
+	}
+	recvWithin(t, rc.resolved, "the resolved event")
+}
+
+// A withdrawn question's URL answers no more, and the receiver is told.
+func TestWebhookQuestionWithdrawn(t *testing.T) {
+	httpChanLeakCheck(t)
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	ctx, withdraw := context.WithCancelCause(t.Context())
+	defer withdraw(nil)
+	res := askAsync(t, ctx, w, formQuestion(questionSchema))
+	_, u := questionURL(t, w, recvWithin(t, rc.prompts, "the question"))
+	withdraw(&Outcome{By: "editor", Decision: "decline"})
+	if r := recvWithin(t, res, "Ask"); !errors.Is(r.err, context.Canceled) || r.ans != (Answer{}) {
+		t.Fatalf("Ask = %+v, %v", r.ans, r.err)
+	}
+	done := recvWithin(t, rc.resolved, "the resolved event")
+	if done.Text != "answered in the editor: declined" || done.By != "editor" || done.Decision != "decline" {
+		t.Errorf("resolved = %+v", done)
+	}
+	if status, _ := postAnswer(t, u, `{"action":"accept","content":{"target":"staging"}}`); !refused(status) {
+		t.Errorf("answer after withdrawal got %d, want it refused", status)
+	}
+}
+
+// A question whose schema cannot be checked is not sent.
+func TestWebhookUncheckableQuestion(t *testing.T) {
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	ans, err := w.Ask(t.Context(), formQuestion(`{"properties":{"a":{"type":"string","pattern":"x"}}}`))
+	if !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "only in the editor") {
+		t.Fatalf("Ask = %+v, %v", ans, err)
+	}
+	select {
+	case got := <-rc.prompts:
+		t.Fatalf("sent %s", got.body)
+	default:
+	}
+}
