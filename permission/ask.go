@@ -3,6 +3,7 @@ package permission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -412,6 +413,14 @@ func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFun
 	}
 	ans, err := ch.Ask(ctx, *q.prompt)
 	if err != nil {
+		if ctx.Err() == nil && q.prompt.IsQuestion() && errors.Is(err, notify.ErrNoAnswer) {
+			// What came back does not answer the question (content
+			// that does not fit its form, an action ACP does not
+			// define): the question stays open for the other places.
+			e.Log.Warn("a channel's answer to a question is no answer; refused", "channel", ch.Name(), "err", err)
+			refuse(ch.Name() + ": " + err.Error())
+			return
+		}
 		if ctx.Err() == nil || timeout > 0 {
 			e.Log.Info("no answer from a channel", "channel", ch.Name(), "err", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
@@ -86,24 +85,28 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		return
 	}
 
-	// Where it can be asked: the editor, unless the broker answers for it;
-	// the channels, if they can show it and check its answer exactly.
-	editor := !e.answeringForEditor.Load()
-	var form *elicit.Form
+	// What the channels would show; they are asked only if they can check
+	// its answer exactly.
+	p := notify.Prompt{
+		Version:         notify.PromptVersion,
+		Session:         c.Session.ID,
+		Agent:           e.Agent,
+		Options:         []notify.Option{},
+		Message:         q.Message,
+		Mode:            q.Mode,
+		RequestedSchema: q.RequestedSchema,
+		URL:             q.URL,
+		ElicitationID:   q.ElicitationID,
+		Digest:          notify.Digest(c.Raw()),
+	}
+	if q.Mode == "url" {
+		p.RequestedSchema = nil // the URL is the question
+	}
 	var channelsCannot string
-	switch {
-	case readErr != nil:
+	if readErr != nil {
 		channelsCannot = "the question cannot be read exactly (" + readErr.Error() + ")"
-	case q.Mode == "form":
-		var err error
-		if form, err = elicit.ParseSchema(q.RequestedSchema); err != nil {
-			channelsCannot = "its schema cannot be checked exactly (" + err.Error() + ")"
-		}
-	case q.Mode == "url":
-	default:
-		// ACP: a mode a client does not understand is never shown as one
-		// it knows.
-		channelsCannot = fmt.Sprintf("its mode %q is not one the broker knows", q.Mode)
+	} else if _, err := p.CheckQuestion(); err != nil {
+		channelsCannot = err.Error()
 	}
 	a := e.Asker
 	if a == nil {
@@ -113,6 +116,8 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		rec.Reason = "only the editor can answer this question: " + channelsCannot
 		a = &Asker{Route: "editor", Timeout: a.Timeout}
 	}
+	// The editor is asked unless the broker answers for it.
+	editor := !e.answeringForEditor.Load()
 	if !editor && a.Local == nil && len(a.Channels) == 0 {
 		why := "the broker answers questions for the editor ([questions] answer_for_editor), and no channel can ask this one"
 		if channelsCannot != "" {
@@ -128,22 +133,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 
 	ask := &asking{c: questionCall{c}, a: a, rec: rec, start: start, editor: editor}
 	if a.Local != nil || len(a.Channels) > 0 {
-		p := notify.Prompt{
-			Version:         notify.PromptVersion,
-			ID:              fmt.Sprintf("%d-%d", os.Getpid(), a.nextID.Add(1)),
-			Session:         c.Session.ID,
-			Agent:           e.Agent,
-			Options:         []notify.Option{},
-			Message:         q.Message,
-			Mode:            q.Mode,
-			RequestedSchema: q.RequestedSchema,
-			URL:             q.URL,
-			ElicitationID:   q.ElicitationID,
-			Digest:          notify.Digest(c.Raw()),
-		}
-		if q.Mode == "url" {
-			p.RequestedSchema = nil
-		}
+		p.ID = fmt.Sprintf("%d-%d", os.Getpid(), a.nextID.Add(1))
 		if a.Timeout > 0 {
 			p.Deadline = time.Now().Add(a.Timeout).UTC()
 		}
@@ -157,7 +147,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		return "", "" // relayed as sent: it is the editor's to check
 	}
 	ask.fromChannel = func(r *Record, ans notify.Answer) (func(func()) bool, string, string, error) {
-		result, err := channelResult(q.Mode, form, ans)
+		result, err := channelResult(p, ans)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -193,33 +183,27 @@ func (e *Engine) questionSettings(s session.Info) rules.QuestionsConfig {
 	return p.QuestionSettings()
 }
 
-// channelResult is the agent's answer for a channel's answer to a question:
-// an action of the three ACP defines, and for an accepted form content the
-// form accepts (elicit), checked again whatever the channel checked.
-func channelResult(mode string, form *elicit.Form, ans notify.Answer) (elicitationResult, error) {
+// channelResult is the agent's answer for a channel's answer to a
+// question: an action of the three ACP defines, and for an accepted form
+// content the form accepts, checked again (Prompt.Reply) whatever the
+// channel checked.
+func channelResult(p notify.Prompt, ans notify.Answer) (elicitationResult, error) {
 	if ans.OptionID != "" {
 		return elicitationResult{}, errors.New("a question has no options to choose")
 	}
-	switch ans.Action {
-	case "decline", "cancel":
-		return elicitationResult{Action: ans.Action}, nil
-	case "accept":
-	default:
-		return elicitationResult{}, fmt.Errorf("the action %q is not accept, decline or cancel", ans.Action)
+	var content json.RawMessage
+	if ans.Content != "" {
+		content = json.RawMessage(ans.Content)
 	}
-	if mode == "url" {
-		// Accepting is consenting to open the URL: there is nothing to
-		// fill in.
-		if ans.Content != "" {
-			return elicitationResult{}, errors.New("a URL-mode question takes no content")
-		}
-		return elicitationResult{Action: "accept"}, nil
+	checked, err := p.Reply(ans.Action, content)
+	if err != nil {
+		return elicitationResult{}, err
 	}
-	content := json.RawMessage(ans.Content)
-	if err := form.Validate(content); err != nil {
-		return elicitationResult{}, fmt.Errorf("the content does not fit the form: %w", err)
+	result := elicitationResult{Action: checked.Action}
+	if checked.Content != "" {
+		result.Content = json.RawMessage(checked.Content)
 	}
-	return elicitationResult{Action: "accept", Content: content}, nil
+	return result, nil
 }
 
 // readAction reads an elicitation/create result for the audit line: its

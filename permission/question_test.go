@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/notify"
 )
 
@@ -46,10 +45,8 @@ func TestWithForms(t *testing.T) {
 // three ACP defines, and accepted content must fit the form; anything
 // else is no answer.
 func TestChannelResult(t *testing.T) {
-	form, err := elicit.ParseSchema(json.RawMessage(`{"type":"object","properties":{"target":{"type":"string","oneOf":[{"const":"staging","title":"Staging"},{"const":"production","title":"Production"}]},"notes":{"type":"string"}},"required":["target"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	form := notify.Prompt{Mode: "form", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"target":{"type":"string","oneOf":[{"const":"staging","title":"Staging"},{"const":"production","title":"Production"}]},"notes":{"type":"string"}},"required":["target"]}`)}
+	url := notify.Prompt{Mode: "url", URL: "https://deploy.example/login"}
 	for _, tc := range []struct {
 		mode string
 		ans  notify.Answer
@@ -59,22 +56,22 @@ func TestChannelResult(t *testing.T) {
 		{"form", notify.Answer{Action: "accept", Content: `{"target":"production","notes":"after 6pm"}`}, `{"action":"accept","content":{"target":"production","notes":"after 6pm"}}`},
 		{"form", notify.Answer{Action: "decline"}, `{"action":"decline"}`},
 		{"form", notify.Answer{Action: "cancel"}, `{"action":"cancel"}`},
-		{"form", notify.Answer{Action: "accept", Content: `{"target":"prod"}`}, "does not fit the form"},
+		{"form", notify.Answer{Action: "accept", Content: `{"target":"prod"}`}, "no answer"},
 		{"form", notify.Answer{Action: "accept", Content: `{}`}, "required"},
-		{"form", notify.Answer{Action: "accept", Content: `{"target":"staging","target":"production"}`}, "does not fit the form"},
+		{"form", notify.Answer{Action: "accept", Content: `{"target":"staging","target":"production"}`}, "no answer"},
 		{"form", notify.Answer{Action: "accept", Content: `{"target":"staging","extra":1}`}, "no such field"},
-		{"form", notify.Answer{Action: "accept"}, "does not fit the form"},
-		{"form", notify.Answer{Action: "allow"}, `the action "allow" is not accept, decline or cancel`},
-		{"form", notify.Answer{Action: ""}, `the action "" is not`},
+		{"form", notify.Answer{Action: "accept"}, "no answer"},
+		{"form", notify.Answer{Action: "allow"}, `action "allow" is not accept, decline or cancel`},
+		{"form", notify.Answer{Action: ""}, "names no action"},
 		{"form", notify.Answer{OptionID: "allow-once"}, "no options"},
 		{"url", notify.Answer{Action: "accept"}, `{"action":"accept"}`},
-		{"url", notify.Answer{Action: "accept", Content: `{"x":1}`}, "takes no content"},
+		{"url", notify.Answer{Action: "accept", Content: `{"x":1}`}, "carries no content"},
 	} {
-		var f *elicit.Form
-		if tc.mode == "form" {
-			f = form
+		p := form
+		if tc.mode == "url" {
+			p = url
 		}
-		got, err := channelResult(tc.mode, f, tc.ans)
+		got, err := channelResult(p, tc.ans)
 		if strings.HasPrefix(tc.want, "{") {
 			b, _ := json.Marshal(got)
 			if err != nil || string(b) != tc.want {
