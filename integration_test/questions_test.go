@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/acp-broker/acp-broker/integration_test/internal/anthropicapi"
 )
 
 // The agent's questions (elicitation/create): only a human answers them,
@@ -412,4 +414,154 @@ func TestAnswerForEditorAdvertises(t *testing.T) {
 	if !strings.Contains(string(data), `"note":"rewritten: added clientCapabilities.elicitation.form`) {
 		t.Errorf("the trace does not note the rewrite:\n%s", data)
 	}
+}
+
+// answeringChannel writes an exec channel that saves its prompt in dir and
+// answers each question by its message, as the answers map says.
+func answeringChannel(t *testing.T, dir string, answers map[string]string) string {
+	t.Helper()
+	body := "case \"$ACP_BROKER_MESSAGE\" in\n"
+	for message, answer := range answers {
+		body += fmt.Sprintf("%q) echo '%s' ;;\n", message, answer)
+	}
+	body += "*) exit 1 ;;\nesac"
+	return execChannel(t, dir, body)
+}
+
+// TestQuestionAnsweredOnAChannel: on the channels route the exec channel
+// answers the seed example (a deploy target, Staging or Production, and an
+// optional "anything else?") and a form of every field type; each answer
+// reaches the agent exactly once, the editor never sees the questions, and
+// the audit names the channel, the action and the fields.
+func TestQuestionAnsweredOnAChannel(t *testing.T) {
+	dir := t.TempDir()
+	script := answeringChannel(t, dir, map[string]string{
+		"Deploy where?":     `{"action":"accept","content":{"target":"production","notes":"after 6pm, please"}}`,
+		"Release settings?": `{"action":"accept","content":{"name":"v2","channel":"stable","platforms":["linux","windows"],"replicas":2.5,"notify":true}}`,
+		"Not now?":          `{"action":"decline"}`,
+	})
+	s, brokerDir := questionBroker(t, channelCfg("channels", "", script))
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"target":"production","notes":"after 6pm, please"}}}`)
+	var prompt struct {
+		Mode, Message   string
+		RequestedSchema json.RawMessage
+		Options         []any
+	}
+	if err := json.Unmarshal([]byte(waitFile(t, filepath.Join(dir, "prompt.json"))), &prompt); err != nil || prompt.Mode != "form" || prompt.Message != "Deploy where?" || string(prompt.RequestedSchema) != deploySchema || len(prompt.Options) != 0 {
+		t.Fatalf("the channel's prompt %+v (%v)", prompt, err)
+	}
+	s.AgentSend(formQuestion("6", "s1", "Release settings?", richSchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":6,"result":{"action":"accept","content":{"name":"v2","channel":"stable","platforms":["linux","windows"],"replicas":2.5,"notify":true}}}`)
+	s.AgentSend(formQuestion("7", "s1", "Not now?", deploySchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":7,"result":{"action":"decline"}}`)
+	s.AgentToEditor(msgMarker) // the editor saw none of them
+	agentGotNothingMore(s)
+	s.Finish()
+	lines := questionLines(t, brokerDir)
+	if len(lines) != 3 {
+		t.Fatalf("audit: %+v", lines)
+	}
+	if l := lines[0]; l.Decision != "accept" || l.Source != "channel" || l.Channel != "script" || strings.Join(l.Fields, ",") != "notes,target" {
+		t.Errorf("audit line %+v", l)
+	}
+	if b, _ := os.ReadFile(filepath.Join(brokerDir, "audit.jsonl")); strings.Contains(string(b), "after 6pm") {
+		t.Errorf("the audit log holds a value the human typed:\n%s", b)
+	}
+}
+
+// TestInvalidChannelAnswerIsRefused: content from a channel that does not
+// fit the form (a choice not offered, too many items, a number out of
+// bounds) is refused, named in the audit line, and the question stays open:
+// a valid answer from another channel then wins, once.
+func TestInvalidChannelAnswerIsRefused(t *testing.T) {
+	for _, bad := range []string{
+		`{"action":"accept","content":{"name":"v2","channel":"nightly","platforms":["linux"]}}`,
+		`{"action":"accept","content":{"name":"v2","channel":"beta","platforms":["linux","mac","windows"]}}`,
+		`{"action":"accept","content":{"name":"v2","channel":"beta","platforms":["linux"],"replicas":11}}`,
+		`{"action":"accept","content":{"channel":"beta","platforms":["linux"]}}`,
+		`{"action":"allow"}`,
+	} {
+		t.Run("", func(t *testing.T) {
+			badDir, goodDir := t.TempDir(), t.TempDir()
+			badScript := execChannel(t, badDir, "echo '"+bad+"'")
+			release := filepath.Join(goodDir, "release")
+			goodScript := execChannel(t, goodDir, "while [ ! -e "+release+" ]; do sleep 0.05; done\necho '{\"action\":\"accept\",\"content\":{\"name\":\"v2\",\"channel\":\"beta\",\"platforms\":[\"mac\"]}}'")
+			cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\n\n[[channel]]\nname = \"bad\"\ntype = \"exec\"\ncommand = [%q]\n\n[[channel]]\nname = \"good\"\ntype = \"exec\"\ncommand = [%q]\n", badScript, goodScript)
+			s, brokerDir := questionBroker(t, cfg)
+			openSession(t, s, "s1")
+			s.AgentSend(formQuestion("5", "s1", "Release settings?", richSchema))
+			s.WaitStderr("the refusal", func(l string) bool { return strings.Contains(l, "refused") && strings.Contains(l, "channel=bad") })
+			agentGotNothingMore(s) // still open
+			if err := os.WriteFile(release, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"name":"v2","channel":"beta","platforms":["mac"]}}}`)
+			agentGotNothingMore(s)
+			s.Finish()
+			lines := questionLines(t, brokerDir)
+			if len(lines) != 1 || lines[0].Channel != "good" || len(lines[0].Refused) != 1 || !strings.HasPrefix(lines[0].Refused[0], "bad: ") {
+				t.Fatalf("audit: %+v", lines)
+			}
+		})
+	}
+}
+
+// TestAnswerForEditorAnswersOnAChannel: the broker answers for an editor
+// without forms: the channel's answer reaches the agent, and the editor is
+// never sent the question, whatever the route.
+func TestAnswerForEditorAnswersOnAChannel(t *testing.T) {
+	dir := t.TempDir()
+	script := answeringChannel(t, dir, map[string]string{"Deploy where?": `{"action":"accept","content":{"target":"staging"}}`})
+	s, brokerDir := questionBroker(t, "[questions]\nanswer_for_editor = true\n"+channelCfg("both", "", script))
+	s.EditorSend(msgInitialize)
+	s.AgentRecv() // the rewritten initialize (see TestAnswerForEditorAdvertises)
+	s.AgentToEditor(msgInitialized)
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"target":"staging"}}}`)
+	s.AgentToEditor(msgMarker) // the editor saw nothing of it
+	s.Finish()
+	if lines := questionLines(t, brokerDir); len(lines) != 1 || lines[0].Source != "channel" || lines[0].Decision != "accept" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// TestRealClaudeAskUserQuestionOnAChannel: claude-agent-acp 0.101 behind an
+// editor that does not advertise forms disables AskUserQuestion; with
+// [questions] answer_for_editor the broker advertises them on the editor's
+// behalf, the tool becomes a form elicitation, the exec channel answers it
+// (the real adapter's schema, checked exactly), the model gets the answer,
+// and the editor never sees the question.
+func TestRealClaudeAskUserQuestionOnAChannel(t *testing.T) {
+	dir := t.TempDir()
+	script := execChannel(t, dir, `echo '{"action":"accept","content":{"question_0":"Blue"}}'`)
+	c := startRealClaude(t, realClaudeOptions{
+		rules: "[questions]\nanswer_for_editor = true\n" + channelCfg("editor", "", script),
+		convs: []anthropicapi.Conversation{{Marker: "MARKER-QUESTION", Steps: []anthropicapi.Step{
+			{Tool: "AskUserQuestion", Input: map[string]any{"questions": []any{map[string]any{
+				"question": "Which colour should the marker be?", "header": "Colour", "multiSelect": false,
+				"options": []any{map[string]any{"label": "Red", "description": "warm"}, map[string]any{"label": "Blue", "description": "cold"}},
+			}}}},
+			{Text: "Thanks."},
+		}}},
+	})
+	prompt := c.start(map[string]any{"fs": map[string]any{"readTextFile": false}}, "MARKER-QUESTION: ask me")
+	if stop := c.awaitTurnEnd(prompt); stop != "end_turn" {
+		t.Errorf("stop reason %q, want end_turn", stop)
+	}
+	if r := c.mock.WaitToolResults("MARKER-QUESTION", 1, c.wait); len(r) != 1 || !strings.Contains(r[0].Text, "Blue") {
+		t.Errorf("the model got %+v, want the answer Blue", r)
+	}
+	var asked struct{ Mode, Message string }
+	if err := json.Unmarshal([]byte(waitFile(t, filepath.Join(dir, "prompt.json"))), &asked); err != nil || asked.Mode != "form" || asked.Message != "Which colour should the marker be?" {
+		t.Errorf("the channel was asked %+v (%v)", asked, err)
+	}
+	for _, m := range []string{"elicitation/create", "session/request_permission"} {
+		if got := c.editorRequests(m); len(got) != 0 {
+			t.Errorf("the editor was sent %s", got[0])
+		}
+	}
+	c.finish()
 }

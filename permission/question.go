@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -254,26 +255,35 @@ func (e *Engine) RewriteInitialize(m *jsonrpc.Message) ([]byte, string) {
 		e.Log.Warn("not answering questions for the editor: its initialize cannot be read exactly", "err", err)
 		return nil, ""
 	}
-	if form, ok := jsonrpc.Field(m.Params, "clientCapabilities", "elicitation", "form"); ok && !jsonrpc.IsNull(form) {
+	// ACP v2 (a draft claude-agent-acp serves) names the member
+	// capabilities.
+	container := "clientCapabilities"
+	if v, ok := jsonrpc.Field(m.Params, "protocolVersion"); ok {
+		if n, err := strconv.ParseFloat(string(v), 64); err == nil && n >= 2 {
+			container = "capabilities"
+		}
+	}
+	if form, ok := jsonrpc.Field(m.Params, container, "elicitation", "form"); ok && !jsonrpc.IsNull(form) {
 		return nil, "" // the editor answers forms itself
 	}
-	out, ok := withForms(m.Raw)
+	out, ok := withForms(m.Raw, container)
 	if !ok {
 		e.Log.Warn("not answering questions for the editor: its initialize has no capabilities object to add forms to")
 		return nil, ""
 	}
 	e.answeringForEditor.Store(true)
-	note := `added clientCapabilities.elicitation.form ([questions] answer_for_editor): the editor did not advertise it, so the broker answers the agent's questions through the channels`
+	note := `added ` + container + `.elicitation.form ([questions] answer_for_editor): the editor did not advertise it, so the broker answers the agent's questions through the channels`
 	_ = e.write(Record{Method: "initialize", Decision: "rewritten", Source: "questions", Reason: note})
 	return out, note
 }
 
 // withForms adds form elicitation to an initialize request's client
-// capabilities, at the first level that lacks it or holds null
-// (clientCapabilities, elicitation, form), leaving every other byte as it
-// was. It returns false when a level is there but not an object.
-func withForms(frame []byte) ([]byte, bool) {
-	path := []string{"params", "clientCapabilities", "elicitation", "form"}
+// capabilities (the params member container), at the first level that
+// lacks it or holds null (container, elicitation, form), leaving every
+// other byte as it was. It returns false when a level is there but not an
+// object.
+func withForms(frame []byte, container string) ([]byte, bool) {
+	path := []string{"params", container, "elicitation", "form"}
 	for depth := 1; depth < len(path); depth++ {
 		parent, ok := jsonrpc.FieldSpan(frame, path[:depth]...)
 		if !ok || frame[parent.Start] != '{' {

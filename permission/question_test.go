@@ -25,7 +25,7 @@ func TestWithForms(t *testing.T) {
 		{`{"clientCapabilities":{"elicitation":true}}`, ""},
 		{`[1]`, ""},
 	} {
-		got, ok := withForms([]byte(head + tc.params + "}"))
+		got, ok := withForms([]byte(head+tc.params+"}"), "clientCapabilities")
 		if tc.want == "" {
 			if ok {
 				t.Errorf("%s: rewritten to %s, want no rewrite", tc.params, got)
@@ -38,6 +38,11 @@ func TestWithForms(t *testing.T) {
 		if !json.Valid(got) {
 			t.Errorf("%s: not valid JSON: %s", tc.params, got)
 		}
+	}
+	// ACP v2's initialize names them capabilities.
+	v2 := head + `{"protocolVersion":2,"capabilities":{"fs":{}}}}`
+	if got, ok := withForms([]byte(v2), "capabilities"); !ok || string(got) != head+`{"protocolVersion":2,"capabilities":{"elicitation":{"form":{}},"fs":{}}}}` {
+		t.Errorf("v2: %s", got)
 	}
 }
 
