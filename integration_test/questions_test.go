@@ -4,6 +4,8 @@ package integration
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -564,4 +566,37 @@ func TestRealClaudeAskUserQuestionOnAChannel(t *testing.T) {
 		}
 	}
 	c.finish()
+}
+
+// TestAgentCannotAnswerItsQuestionLocally (attack): the agent writes the
+// answer to its own question on the broker's local socket, with the
+// question's digest (it knows its own bytes) and the prompt's id (the
+// broker's pid and a counter): the socket refuses it, the refusal is in the
+// audit line, and the question stays open for the human.
+func TestAgentCannotAnswerItsQuestionLocally(t *testing.T) {
+	s, dir := questionBroker(t, "")
+	openSession(t, s, "s1")
+	q := formQuestion("5", "s1", "Deploy where?", deploySchema)
+	s.AgentToEditor(q)
+	sum := sha256.Sum256([]byte(q))
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	raw, _ := json.Marshal(map[string]any{
+		"socket": filepath.Join(dir, "run", "acp-broker", pid+".sock"),
+		"id":     pid + "-1", "digest": hex.EncodeToString(sum[:]),
+		"action": "accept", "content": map[string]string{"target": "production"},
+	})
+	out := filepath.Join(t.TempDir(), "answer.out")
+	if status := agentRuns(t, s, "sh", "-c", `exec "$0" -local-answer "$1" > "$2" 2>&1`, fakeAgentBin, string(raw), out); status == 0 {
+		t.Fatalf("the agent's answer was taken: %s", waitFile(t, out))
+	}
+	if text, _ := os.ReadFile(out); !strings.Contains(string(text), "runs under this broker") {
+		t.Fatalf("the socket's refusal: %s", text)
+	}
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"target":"staging"}}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+	lines := questionLines(t, dir)
+	if len(lines) != 1 || lines[0].Source != "editor" || len(lines[0].Refused) != 1 || !strings.Contains(lines[0].Refused[0], "local: pid ") {
+		t.Fatalf("audit: %+v", lines)
+	}
 }
