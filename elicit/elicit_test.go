@@ -114,7 +114,6 @@ func TestParseSchemaRefusesWhatItCannotCheck(t *testing.T) {
 		{"enumNames mismatch", `{"properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["X", "Y"]}}}`, "enumNames"},
 		{"required unknown", `{"properties": {"a": {"type": "string"}}, "required": ["b"]}`, `"b" is not among`},
 		{"required not a list", `{"properties": {}, "required": "a"}`, "required is not a list"},
-		{"title not a string", `{"properties": {"a": {"type": "string", "title": 3}}}`, "title is not a string"},
 		{"trailing data", `{"properties": {}} {}`, "requestedSchema"},
 		{"property not an object", `{"properties": {"a": "string"}}`, `field "a"`},
 	} {
@@ -150,6 +149,15 @@ func TestParseSchemaAcceptsWhatAgentsSend(t *testing.T) {
 	}
 }
 
+// Titles and descriptions only describe: one that is not a string counts
+// as none, as ACP reads them.
+func TestParseSchemaDropsAnInvalidAnnotation(t *testing.T) {
+	form := mustForm(t, `{"title":{"x":1},"description":7,"properties":{"a":{"type":"string","title":3,"description":["d"],"oneOf":[{"const":"v","title":"V","description":false}]}}}`)
+	if form.Title != "" || form.Description != "" || form.Fields[0].Title != "" || form.Fields[0].Description != "" || form.Fields[0].Choices[0] != (Choice{Value: "v", Title: "V"}) {
+		t.Errorf("form %+v", form)
+	}
+}
+
 func TestParseSchemaDropsAnInvalidDefault(t *testing.T) {
 	form := mustForm(t, `{"properties":{"n":{"type":"integer","maximum":3,"default":7},"c":{"type":"string","enum":["a"],"default":"b"},"ok":{"type":"string","default":"x"}}}`)
 	if form.Fields[0].Default != nil || form.Fields[1].Default != nil {
@@ -172,8 +180,19 @@ func TestValidate(t *testing.T) {
 			"day":"2026-02-28","at":"2026-12-01T17:30:00.5+01:00"}`, ""},
 		{"whitespace around", " \n{ \"target\" : \"staging\" , \"replicas\" : 1 }\n", ""},
 		{"minus zero number", `{"target":"staging","replicas":1,"ratio":-0}`, ""},
+		{"formats at their plainest", `{"target":"staging","replicas":1,"mail":"x!#$%&'*+-/=?^_{|}~.y@a-b.example.org","site":"urn:isbn:0451450523","day":"2024-02-29","at":"2026-12-01T17:30:00-23:59"}`, ""},
+		{"uri with an IP literal", `{"target":"staging","replicas":1,"site":"http://[::1]:8080/a?b#c"}`, ""},
 		{"number at its lower bound", `{"target":"staging","replicas":1,"confirm":false,"ratio":-0.5}`, ""},
 
+		{"escaped surrogate pair", `{"target":"staging","replicas":1,"notes":"\ud83d\ude00"}`, ""},
+		{"escapes", `{"t\u0061rget":"st\u0061ging","replicas":1,"notes":"\"\\\/\n"}`, ""},
+
+		{"lone high surrogate", `{"target":"staging","replicas":1,"notes":"\ud83d"}`, "lone surrogate"},
+		{"lone high surrogate before text", `{"target":"staging","replicas":1,"notes":"\ud83dabcdef"}`, "lone surrogate"},
+		{"lone low surrogate", `{"target":"staging","replicas":1,"notes":"\ude00"}`, "lone surrogate"},
+		{"two high surrogates", `{"target":"staging","replicas":1,"notes":"\ud83d\ud83d"}`, "lone surrogate"},
+		{"invalid UTF-8", "{\"target\":\"staging\",\"replicas\":1,\"notes\":\"\xff\"}", "invalid UTF-8"},
+		{"invalid UTF-8 choice", "{\"target\":\"staging\xff\",\"replicas\":1}", "invalid UTF-8"},
 		{"not an object", `["target"]`, "not a JSON object"},
 		{"null", `null`, "not a JSON object"},
 		{"string", `"x"`, "not a JSON object"},
@@ -219,6 +238,23 @@ func TestValidate(t *testing.T) {
 		{"date short", `{"target":"staging","replicas":1,"day":"2026-2-3"}`, "not a valid date"},
 		{"date-time without zone", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00"}`, "not a valid date and time"},
 		{"date for date-time", `{"target":"staging","replicas":1,"at":"2026-12-01"}`, "not a valid date and time"},
+		{"date-time with a comma", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00,5Z"}`, "not a valid date and time"},
+		{"date-time with a one-digit hour", `{"target":"staging","replicas":1,"at":"2026-12-01T7:30:00Z"}`, "not a valid date and time"},
+		{"date-time offset past 23", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00+24:00"}`, "not a valid date and time"},
+		{"date-time offset without colon", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00+0100"}`, "not a valid date and time"},
+		{"date-time fraction without digits", `{"target":"staging","replicas":1,"at":"2026-12-01T17:30:00.Z"}`, "not a valid date and time"},
+		{"date-time hour 24", `{"target":"staging","replicas":1,"at":"2026-12-01T24:00:00Z"}`, "not a valid date and time"},
+		{"date with a sign", `{"target":"staging","replicas":1,"day":"+2026-02-03"}`, "not a valid date"},
+		{"email at a dotless domain", `{"target":"staging","replicas":1,"mail":"a@localhost"}`, "not a valid email"},
+		{"email with two dots", `{"target":"staging","replicas":1,"mail":"a..b@example.com"}`, "not a valid email"},
+		{"email not ASCII", `{"target":"staging","replicas":1,"mail":"é@example.com"}`, "not a valid email"},
+		{"email quoted", `{"target":"staging","replicas":1,"mail":"\"a b\"@example.com"}`, "not a valid email"},
+		{"email with an underscore domain", `{"target":"staging","replicas":1,"mail":"a@exa_mple.com"}`, "not a valid email"},
+		{"email with a hyphen-ended label", `{"target":"staging","replicas":1,"mail":"a@example-.com"}`, "not a valid email"},
+		{"email with two at signs", `{"target":"staging","replicas":1,"mail":"a@b@example.com"}`, "not a valid email"},
+		{"uri with two hashes", `{"target":"staging","replicas":1,"site":"a:b#c#d"}`, "not a valid absolute URI"},
+		{"uri with brackets in the path", `{"target":"staging","replicas":1,"site":"http://a/b[c]"}`, "not a valid absolute URI"},
+		{"uri with a bad port", `{"target":"staging","replicas":1,"site":"http://a:b/"}`, "not a valid absolute URI"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := form.Validate(json.RawMessage(tc.content))
@@ -326,5 +362,44 @@ func TestContentValueBeatsTitle(t *testing.T) {
 	got, err := form.Content(map[string][]string{"c": {"b"}})
 	if err != nil || string(got) != `{"c":"b"}` {
 		t.Fatalf("Content = %s, %v", got, err)
+	}
+}
+
+// A Field made by hand, without ParseSchema, is checked by its exported
+// bounds.
+func TestValidateAFormMadeByHand(t *testing.T) {
+	lo, hi := 1.0, 3.0
+	form := &Form{Fields: []Field{{Name: "n", Type: "integer", Required: true, Minimum: &lo, Maximum: &hi}}}
+	for content, ok := range map[string]bool{`{"n":1}`: true, `{"n":3}`: true, `{"n":0}`: false, `{"n":4}`: false} {
+		if err := form.Validate(json.RawMessage(content)); (err == nil) != ok {
+			t.Errorf("Validate(%s) = %v", content, err)
+		}
+	}
+}
+
+// An integer's bounds are compared as the integers they are, not as
+// doubles (which cannot tell 2^53 from 2^53+1).
+func TestValidateIntegerBoundsExactly(t *testing.T) {
+	form := mustForm(t, `{"properties":{"n":{"type":"integer","maximum":9007199254740992}}}`)
+	if err := form.Validate(json.RawMessage(`{"n":9007199254740993}`)); err == nil {
+		t.Error("2^53+1 accepted under a maximum of 2^53")
+	}
+	if err := form.Validate(json.RawMessage(`{"n":9007199254740992}`)); err != nil {
+		t.Errorf("2^53 refused: %v", err)
+	}
+}
+
+// A schema's errors show its values on one line that shows what they
+// hold: the agent's text cannot fake a line of its own in a log.
+func TestParseSchemaErrorsAreOneLine(t *testing.T) {
+	for _, schema := range []string{
+		"{\"properties\":{\"a\":{\"type\":[\n\"string\",\n\"x\u202e\"\n]}}}",
+		"{\"type\":\"obj\u202eect\"}",
+		"{\"required\":{\n\"a\":1}}",
+	} {
+		_, err := ParseSchema(json.RawMessage(schema))
+		if err == nil || strings.ContainsAny(err.Error(), "\n\u202e") {
+			t.Errorf("ParseSchema(%q) = %q, want an error on one line without the override", schema, err)
+		}
 	}
 }

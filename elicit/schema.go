@@ -17,6 +17,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
@@ -97,20 +98,15 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 		return nil, err
 	}
 	var form Form
-	if t, ok := top["type"]; ok {
+	if t, ok := present(top, "type"); ok {
 		var s string
 		if json.Unmarshal(t, &s) != nil || s != "object" {
-			return nil, fmt.Errorf("requestedSchema: type is %s, not \"object\"", t)
+			return nil, fmt.Errorf("requestedSchema: type is %s, not \"object\"", shortJSON(t))
 		}
 	}
-	if form.Title, err = optionalString(top, "title", "requestedSchema"); err != nil {
-		return nil, err
-	}
-	if form.Description, err = optionalString(top, "description", "requestedSchema"); err != nil {
-		return nil, err
-	}
+	form.Title, form.Description = annotation(top, "title"), annotation(top, "description")
 	if extra, ok := top["additionalProperties"]; ok && !bytes.Equal(bytes.TrimSpace(extra), []byte("false")) {
-		return nil, fmt.Errorf("requestedSchema: additionalProperties is %s: only false (no other names) can be checked", extra)
+		return nil, fmt.Errorf("requestedSchema: additionalProperties is %s: only false (no other names) can be checked", shortJSON(extra))
 	}
 	if props, ok := top["properties"]; ok && !isNull(props) {
 		names, values, err := orderedMembers(props)
@@ -128,7 +124,7 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 	if req, ok := top["required"]; ok && !isNull(req) {
 		var names []string
 		if err := json.Unmarshal(req, &names); err != nil {
-			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", req)
+			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", shortJSON(req))
 		}
 		for _, name := range names {
 			i := slices.IndexFunc(form.Fields, func(f Field) bool { return f.Name == name })
@@ -164,15 +160,10 @@ func parseField(name string, raw json.RawMessage) (Field, error) {
 	case "array":
 		allowed = append(allowed, arrayMembers...)
 	}
-	if obj, err = members(raw, where, allowed); err != nil {
+	if err := onlyMembers(obj, where, allowed); err != nil {
 		return f, err
 	}
-	if f.Title, err = optionalString(obj, "title", where); err != nil {
-		return f, err
-	}
-	if f.Description, err = optionalString(obj, "description", where); err != nil {
-		return f, err
-	}
+	f.Title, f.Description = annotation(obj, "title"), annotation(obj, "description")
 	switch typ {
 	case "string":
 		err = f.parseString(obj, where)
@@ -192,10 +183,10 @@ func parseField(name string, raw json.RawMessage) (Field, error) {
 
 func (f *Field) parseString(obj map[string]json.RawMessage, where string) error {
 	var err error
-	if f.MinLength, err = optionalCount(obj, "minLength", where, math.MaxUint32); err != nil {
+	if f.MinLength, err = optionalCount(obj, "minLength", where, maxLength); err != nil {
 		return err
 	}
-	if f.MaxLength, err = optionalCount(obj, "maxLength", where, math.MaxUint32); err != nil {
+	if f.MaxLength, err = optionalCount(obj, "maxLength", where, maxLength); err != nil {
 		return err
 	}
 	if f.MinLength != nil && f.MaxLength != nil && *f.MinLength > *f.MaxLength {
@@ -218,7 +209,7 @@ func (f *Field) parseString(obj map[string]json.RawMessage, where string) error 
 	case hasEnum:
 		var values, titles []string
 		if err := json.Unmarshal(enum, &values); err != nil {
-			return fmt.Errorf("%s: enum is not a list of strings: %s", where, enum)
+			return fmt.Errorf("%s: enum is not a list of strings: %s", where, shortJSON(enum))
 		}
 		if hasNames {
 			// Older MCP servers title an enum this way.
@@ -257,7 +248,7 @@ func (f *Field) parseNumberBounds(obj map[string]json.RawMessage, where string) 
 		if f.Type == "integer" {
 			n, err := parseInteger(raw)
 			if err != nil {
-				return fmt.Errorf("%s: %s %s: %w", where, bound.name, raw, err)
+				return fmt.Errorf("%s: %s %s: %w", where, bound.name, shortJSON(raw), err)
 			}
 			x := float64(n)
 			*bound.i, *bound.f = &n, &x
@@ -265,7 +256,7 @@ func (f *Field) parseNumberBounds(obj map[string]json.RawMessage, where string) 
 		}
 		x, err := parseNumber(raw)
 		if err != nil {
-			return fmt.Errorf("%s: %s %s: %w", where, bound.name, raw, err)
+			return fmt.Errorf("%s: %s %s: %w", where, bound.name, shortJSON(raw), err)
 		}
 		*bound.f = &x
 	}
@@ -278,10 +269,10 @@ func (f *Field) parseNumberBounds(obj map[string]json.RawMessage, where string) 
 
 func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 	var err error
-	if f.MinItems, err = optionalCount(obj, "minItems", where, math.MaxInt32); err != nil {
+	if f.MinItems, err = optionalCount(obj, "minItems", where, maxCount); err != nil {
 		return err
 	}
-	if f.MaxItems, err = optionalCount(obj, "maxItems", where, math.MaxInt32); err != nil {
+	if f.MaxItems, err = optionalCount(obj, "maxItems", where, maxCount); err != nil {
 		return err
 	}
 	if f.MinItems != nil && f.MaxItems != nil && *f.MinItems > *f.MaxItems {
@@ -292,7 +283,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 		// choice twice is no answer.
 		var b bool
 		if json.Unmarshal(u, &b) != nil {
-			return fmt.Errorf("%s: uniqueItems is not a boolean: %s", where, u)
+			return fmt.Errorf("%s: uniqueItems is not a boolean: %s", where, shortJSON(u))
 		}
 	}
 	items, ok := present(obj, "items")
@@ -307,7 +298,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 	if t, ok := present(it, "type"); ok {
 		var s string
 		if json.Unmarshal(t, &s) != nil || s != "string" {
-			return fmt.Errorf("%s: type %s is not \"string\"", where, t)
+			return fmt.Errorf("%s: type %s is not \"string\"", where, shortJSON(t))
 		}
 	}
 	enum, hasEnum := present(it, "enum")
@@ -318,7 +309,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 	case hasEnum:
 		var values []string
 		if err := json.Unmarshal(enum, &values); err != nil {
-			return fmt.Errorf("%s: enum is not a list of strings: %s", where, enum)
+			return fmt.Errorf("%s: enum is not a list of strings: %s", where, shortJSON(enum))
 		}
 		for _, v := range values {
 			f.Choices = append(f.Choices, Choice{Value: v})
@@ -336,7 +327,7 @@ func (f *Field) parseArray(obj map[string]json.RawMessage, where string) error {
 func parseOptions(raw json.RawMessage, where string) ([]Choice, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("%s: not a list: %s", where, raw)
+		return nil, fmt.Errorf("%s: not a list: %s", where, shortJSON(raw))
 	}
 	var choices []Choice
 	for i, item := range list {
@@ -352,9 +343,7 @@ func parseOptions(raw json.RawMessage, where string) ([]Choice, error) {
 		if err := json.Unmarshal(obj["title"], &c.Title); err != nil || obj["title"] == nil {
 			return nil, fmt.Errorf("%s: title is not a string", at)
 		}
-		if c.Description, err = optionalString(obj, "description", at); err != nil {
-			return nil, err
-		}
+		c.Description = annotation(obj, "description")
 		choices = append(choices, c)
 	}
 	return choices, nil
@@ -378,15 +367,19 @@ func members(raw json.RawMessage, where string, allowed []string) (map[string]js
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	return obj, onlyMembers(obj, where, allowed)
+}
+
+func onlyMembers(obj map[string]json.RawMessage, where string, allowed []string) error {
 	for name := range obj {
 		if !slices.Contains(allowed, name) {
 			if name == "pattern" {
-				return nil, fmt.Errorf("%s: a pattern (an ECMA-262 regular expression, which Go's regexp does not read the same way) cannot be checked by the broker", where)
+				return fmt.Errorf("%s: a pattern (an ECMA-262 regular expression, which Go's regexp does not read the same way) cannot be checked by the broker", where)
 			}
-			return nil, fmt.Errorf("%s: %q is not a keyword the broker can check", where, name)
+			return fmt.Errorf("%s: %q is not a keyword the broker can check", where, name)
 		}
 	}
-	return obj, nil
+	return nil
 }
 
 // orderedMembers returns an object's member names and values in the order
@@ -427,7 +420,17 @@ func orNothing(v json.RawMessage) string {
 	if v == nil {
 		return "(none)"
 	}
-	return string(v)
+	return shortJSON(v)
+}
+
+// annotation reads a title or description, which only describe: as ACP
+// says, one that is not a string counts as none.
+func annotation(obj map[string]json.RawMessage, name string) string {
+	var s string
+	if v, ok := present(obj, name); ok && json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 func optionalString(obj map[string]json.RawMessage, name, where string) (string, error) {
@@ -437,10 +440,17 @@ func optionalString(obj map[string]json.RawMessage, name, where string) (string,
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
-		return "", fmt.Errorf("%s: %s is not a string: %s", where, name, v)
+		return "", fmt.Errorf("%s: %s is not a string: %s", where, name, shortJSON(v))
 	}
 	return s, nil
 }
+
+// The largest lengths and item counts a schema may give: ACP's uint32 and
+// uint64, as far as an int holds them.
+const (
+	maxLength = min(math.MaxUint32, math.MaxInt)
+	maxCount  = math.MaxInt
+)
 
 // optionalCount reads a non-negative whole number of at most limit.
 func optionalCount(obj map[string]json.RawMessage, name, where string, limit int64) (*int, error) {
@@ -450,7 +460,7 @@ func optionalCount(obj map[string]json.RawMessage, name, where string, limit int
 	}
 	n, err := parseInteger(v)
 	if err != nil || n < 0 || n > limit {
-		return nil, fmt.Errorf("%s: %s %s is not a whole number from 0 to %d", where, name, v, limit)
+		return nil, fmt.Errorf("%s: %s %s is not a whole number from 0 to %d", where, name, shortJSON(v), limit)
 	}
 	c := int(n)
 	return &c, nil
@@ -495,21 +505,6 @@ func isJSONNumber(s string) bool {
 }
 
 func isIntegerLiteral(s string) bool {
-	s = s[min(len(s), boolInt(s != "" && s[0] == '-')):]
-	if s == "" {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -3,13 +3,15 @@ package elicit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/mail"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -29,7 +31,8 @@ func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field
 // value has its field's type (an integer written as one, a number a double
 // holds), is one of its choices, has its format, and lies within its
 // lengths (in characters), bounds and item counts, with no item picked
-// twice. The error names the field and what was expected.
+// twice; a string is valid UTF-8 and escapes no lone surrogate. The error
+// names the field and what was expected.
 func (f *Form) Validate(content json.RawMessage) error {
 	if err := jsonrpc.Strict(content); err != nil {
 		return fmt.Errorf("content: %w", err)
@@ -77,11 +80,17 @@ func (f *Field) check(v json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf("expected an integer, got %s: %w", shortJSON(v), err)
 		}
-		if f.minInt != nil && n < *f.minInt {
+		// The bounds as the schema wrote them where ParseSchema kept
+		// them; else (a Field made by hand) as doubles.
+		switch {
+		case f.minInt != nil && n < *f.minInt:
 			return fmt.Errorf("%d is below the minimum %d", n, *f.minInt)
-		}
-		if f.maxInt != nil && n > *f.maxInt {
+		case f.minInt == nil && f.Minimum != nil && float64(n) < *f.Minimum:
+			return fmt.Errorf("%d is below the minimum %v", n, *f.Minimum)
+		case f.maxInt != nil && n > *f.maxInt:
 			return fmt.Errorf("%d is above the maximum %d", n, *f.maxInt)
+		case f.maxInt == nil && f.Maximum != nil && float64(n) > *f.Maximum:
+			return fmt.Errorf("%d is above the maximum %v", n, *f.Maximum)
 		}
 	case "number":
 		x, err := parseNumber(v)
@@ -171,24 +180,109 @@ var formatName = map[string]string{
 	"date-time": "date and time (RFC 3339, e.g. 2026-12-01T17:30:00Z)",
 }
 
-// hasFormat checks a string format as JSON Schema defines it: email an
-// RFC 5322 address alone (no display name), uri an absolute RFC 3986 URI,
-// date an RFC 3339 full-date, date-time an RFC 3339 date-time.
+// hasFormat checks a string format as JSON Schema defines it, in the
+// plain form every common reader accepts (Go's own parsers take more: a
+// one-digit hour, a "," before the fraction, an offset of +24:00, a display
+// name or a dotless domain in an address):
+//   - email: an RFC 5321 mailbox of ASCII dot-atoms, at a domain of two or
+//     more host names' labels (no quoted local part, no address literal);
+//   - uri: an absolute RFC 3986 URI;
+//   - date: an RFC 3339 full-date, a day that exists;
+//   - date-time: an RFC 3339 date-time with "T", "Z" or a ±hh:mm offset,
+//     and no leap second.
 func hasFormat(s, format string) bool {
 	switch format {
 	case "email":
-		addr, err := mail.ParseAddress(s)
-		return err == nil && addr.Name == "" && addr.Address == s
+		return isEmail(s)
 	case "uri":
 		return isAbsoluteURI(s)
 	case "date":
-		_, err := time.Parse(time.DateOnly, s)
-		return err == nil && len(s) == len(time.DateOnly)
+		return isDate(s)
 	case "date-time":
-		_, err := time.Parse(time.RFC3339Nano, s)
-		return err == nil
+		return isDateTime(s)
 	}
 	return false
+}
+
+func isDate(s string) bool {
+	if !digitsAt(s, "dddd-dd-dd") {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+func isDateTime(s string) bool {
+	const shape = "dddd-dd-ddTdd:dd:dd"
+	if len(s) < len(shape) || !digitsAt(s[:len(shape)], shape) {
+		return false
+	}
+	rest := s[len(shape):]
+	if rest != "" && rest[0] == '.' {
+		n := 1
+		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+			n++
+		}
+		if n == 1 {
+			return false // a "." without digits
+		}
+		rest = rest[n:]
+	}
+	switch {
+	case rest == "Z":
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && digitsAt(rest[1:], "dd:dd"):
+		if rest[1:3] > "23" || rest[4:6] > "59" {
+			return false
+		}
+	default:
+		return false
+	}
+	_, err := time.Parse(time.RFC3339Nano, s)
+	return err == nil
+}
+
+// digitsAt reports whether s has the shape: 'd' a decimal digit, any other
+// byte itself.
+func digitsAt(s, shape string) bool {
+	if len(s) != len(shape) {
+		return false
+	}
+	for i := range len(s) {
+		if shape[i] == 'd' && (s[i] < '0' || s[i] > '9') || shape[i] != 'd' && s[i] != shape[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isEmail(s string) bool {
+	local, domain, ok := strings.Cut(s, "@")
+	if !ok || len(local) > 64 || len(domain) > 253 {
+		return false
+	}
+	for _, atom := range strings.Split(local, ".") {
+		if atom == "" || strings.ContainsFunc(atom, func(r rune) bool { return !isAtext(r) }) {
+			return false
+		}
+	}
+	labels := strings.Split(domain, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for _, label := range labels {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
+			strings.ContainsFunc(label, func(r rune) bool { return !isAlnum(r) && r != '-' }) {
+			return false
+		}
+	}
+	return true
+}
+
+// isAtext reports whether r may stand in an RFC 5322 atom.
+func isAtext(r rune) bool { return isAlnum(r) || strings.ContainsRune("!#$%&'*+-/=?^_`{|}~", r) }
+
+func isAlnum(r rune) bool {
+	return r < utf8.RuneSelf && (r|0x20 >= 'a' && r|0x20 <= 'z' || r >= '0' && r <= '9')
 }
 
 // isAbsoluteURI checks RFC 3986's URI: a scheme, and only characters a URI
@@ -216,8 +310,18 @@ func isAbsoluteURI(s string) bool {
 			return false
 		}
 	}
+	if strings.Count(s, "#") > 1 {
+		return false // a fragment cannot hold "#"
+	}
 	u, err := url.Parse(s)
-	return err == nil && u.Scheme != ""
+	if err != nil || u.Scheme == "" {
+		return false
+	}
+	// Brackets may only enclose an IP literal host.
+	if strings.ContainsAny(s, "[]") && (strings.Count(s, "[") != 1 || strings.Count(s, "]") != 1 || !strings.HasPrefix(u.Host, "[")) {
+		return false
+	}
+	return true
 }
 
 func isHex(c byte) bool {
@@ -228,6 +332,9 @@ func jsonString(v json.RawMessage) (string, error) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", fmt.Errorf("expected a string, got %s", shortJSON(v))
 	}
+	if !wellFormed(v) {
+		return "", errors.New("a string with invalid UTF-8 or a lone surrogate escape, which readers decode differently")
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
 		return "", fmt.Errorf("expected a string: %w", err)
@@ -235,11 +342,62 @@ func jsonString(v json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// shortJSON shows a value in an error: quoted so that it cannot fake a line,
-// and cut.
+// wellFormed reports whether a JSON string literal is valid UTF-8 and
+// escapes no lone UTF-16 surrogate: encoding/json reads either as U+FFFD,
+// JavaScript keeps a lone surrogate as it is, so the broker's value and the
+// agent's could differ.
+func wellFormed(lit json.RawMessage) bool {
+	if !utf8.Valid(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(lit) || lit[i] != 'u' {
+			continue // a two-character escape
+		}
+		r, ok := hex4(lit[i+1:])
+		if !ok {
+			return false
+		}
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r >= 0xDC00:
+			return false // a low surrogate first
+		case utf16.IsSurrogate(r):
+			if i+6 >= len(lit) || lit[i+1] != '\\' || lit[i+2] != 'u' {
+				return false
+			}
+			low, ok := hex4(lit[i+3:])
+			if !ok || low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// shortJSON shows a JSON value in an error: compact, cut to 40 bytes, and
+// quoted when it holds a character that would not show as itself, so that
+// the agent's text cannot break or fake a line.
 func shortJSON(v json.RawMessage) string {
 	const limit = 40
+	var compact bytes.Buffer
 	s := string(v)
+	if json.Compact(&compact, v) == nil {
+		s = compact.String()
+	}
 	if len(s) > limit {
 		cut := limit
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -247,5 +405,8 @@ func shortJSON(v json.RawMessage) string {
 		}
 		s = s[:cut] + "…"
 	}
-	return strconv.Quote(s)
+	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == utf8.RuneError }) {
+		return strconv.QuoteToASCII(s)
+	}
+	return s
 }

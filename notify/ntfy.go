@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,13 +298,19 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 	var b strings.Builder
 	b.WriteString(Truncate(OneLine(p.Message), 1500))
 	if field := singleChoice(form); field != nil {
+		labels := []string{"decline"}
 		for _, c := range field.Choices {
+			label := Truncate(ntfyOneLine(c.Label()), 40)
 			content, err := form.Content(map[string][]string{field.Name: {c.Value}})
-			if err != nil {
+			if err != nil || slices.Contains(labels, strings.ToLower(label)) {
+				// Two buttons that read alike, or a choice that reads as
+				// the broker's own Decline: which is which would be a
+				// guess, so no choice buttons.
 				msg.Actions = nil
 				break
 			}
-			act := button(Truncate(ntfyOneLine(c.Label()), 40), ActionAccept, string(content))
+			labels = append(labels, strings.ToLower(label))
+			act := button(label, ActionAccept, string(content))
 			if len(act.Body) > ntfyTokenLimit {
 				// A choice too long for a token: no buttons rather than
 				// some choices without one.

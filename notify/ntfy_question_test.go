@@ -198,3 +198,32 @@ func TestNtfyUncheckableQuestion(t *testing.T) {
 	default:
 	}
 }
+
+// A choice whose label reads as the broker's Decline, or two choices that
+// read alike, get no buttons: the human could not tell which is which. The
+// one Decline button declines.
+func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
+	for name, schema := range map[string]string{
+		"reads as Decline": `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"DECLINE"},{"const":"wait","title":"Wait"}]}}}`,
+		"reads alike":      `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"Staging"},{"const":"staging","title":"staging"}]}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			httpChanLeakCheck(t)
+			f := newFakeNtfy(t, "")
+			n := newTestNtfy(f)
+			res := askAsync(t, t.Context(), n, formQuestion(schema))
+			m := recvWithin(t, f.published, "the question")
+			if got := buttonLabels(m); !slices.Equal(got, []string{"Decline"}) {
+				t.Fatalf("buttons %q, want Decline only", got)
+			}
+			if !strings.Contains(m.Message, "acp-broker answer 4242-9") {
+				t.Errorf("message %q lacks the pointer", m.Message)
+			}
+			f.press(t, m, "Decline")
+			if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans.Action != "decline" {
+				t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
+			}
+			recvWithin(t, f.published, "the update")
+		})
+	}
+}
