@@ -269,12 +269,14 @@ func (e *Engine) route(q *asking) {
 
 	channelsAsked := atomic.Bool{}
 	askChannels := func() {
-		if q.prompt == nil || !channelsAsked.CompareAndSwap(false, true) {
+		if !channelsAsked.CompareAndSwap(false, true) {
 			return
 		}
 		var asked sync.WaitGroup
 		for _, ch := range a.Channels {
-			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
+			if q.prompt != nil {
+				asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
+			}
 		}
 		if !toEditor && q.editor {
 			// When every channel gave up without an answer, a human must
