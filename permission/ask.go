@@ -273,10 +273,9 @@ func (e *Engine) route(q *asking) {
 			return
 		}
 		var asked sync.WaitGroup
+		// (There is a prompt whenever there are channels.)
 		for _, ch := range a.Channels {
-			if q.prompt != nil {
-				asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
-			}
+			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
 		}
 		if !toEditor && q.editor {
 			// When every channel gave up without an answer, a human must
