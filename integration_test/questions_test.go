@@ -600,3 +600,41 @@ func TestAgentCannotAnswerItsQuestionLocally(t *testing.T) {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
+
+// TestQuestionEscalates: on the editor route with escalate_after, a
+// question nobody answered in the editor goes to the channels too; the
+// channel's answer wins and the editor's prompt is withdrawn.
+func TestQuestionEscalates(t *testing.T) {
+	dir := t.TempDir()
+	script := answeringChannel(t, dir, map[string]string{"Deploy where?": `{"action":"accept","content":{"target":"staging"}}`})
+	s, _ := questionBroker(t, channelCfg("editor", "escalate_after = \"300ms\"", script))
+	openSession(t, s, "s1")
+	s.AgentToEditor(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"target":"staging"}}}`)
+	s.EditorExpect(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}`)
+	s.EditorSend(`{"jsonrpc":"2.0","id":5,"result":{"action":"decline"}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+}
+
+// TestUncheckableSchemaGoesToTheEditor: a form whose schema the broker
+// cannot check exactly (a pattern) is sent to no channel, even on the
+// channels route: the editor answers it, and the audit line says why.
+func TestUncheckableSchemaGoesToTheEditor(t *testing.T) {
+	dir := t.TempDir()
+	script := execChannel(t, dir, `echo '{"action":"accept","content":{"code":"x"}}'`)
+	s, brokerDir := questionBroker(t, channelCfg("channels", "", script))
+	openSession(t, s, "s1")
+	q := formQuestion("5", "s1", "Code?", `{"type":"object","properties":{"code":{"type":"string","pattern":"^[0-9]{6}$"}}}`)
+	s.AgentToEditor(q)
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":5,"result":{"action":"accept","content":{"code":"123456"}}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+	if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
+		t.Error("the channel was asked")
+	}
+	lines := questionLines(t, brokerDir)
+	if len(lines) != 1 || lines[0].Source != "editor" || !strings.Contains(lines[0].Reason, "only the editor can answer") {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
