@@ -102,22 +102,26 @@ func (f *Field) value(typed []string) (json.RawMessage, error) {
 }
 
 // choose finds the choice the human meant: its value, or else its title
-// when exactly one choice has it.
+// when exactly one choice has it. Text that is one choice's value and
+// another's title is refused: which of them was meant is unknown, and a
+// hostile schema could title a choice with the value of another to turn a
+// pick into its own.
 func (f *Field) choose(typed string) (string, error) {
-	if f.offers(typed) {
-		return typed, nil
-	}
-	var match []string
+	var titled []string
 	for _, c := range f.Choices {
-		if c.Title != "" && c.Title == typed {
-			match = append(match, c.Value)
+		if c.Title != "" && c.Title == typed && c.Value != typed {
+			titled = append(titled, c.Value)
 		}
 	}
-	switch len(match) {
-	case 1:
-		return match[0], nil
-	case 0:
+	switch {
+	case f.offers(typed) && len(titled) > 0:
+		return "", fmt.Errorf("%q is the value of one choice and the title of another (value %q): which is meant is unclear", typed, titled[0])
+	case f.offers(typed):
+		return typed, nil
+	case len(titled) == 1:
+		return titled[0], nil
+	case len(titled) == 0:
 		return "", fmt.Errorf("%q is not one of %s", typed, f.choiceList())
 	}
-	return "", fmt.Errorf("%q is the title of %d choices: give the value (%s)", typed, len(match), f.choiceList())
+	return "", fmt.Errorf("%q is the title of %d choices: give the value (%s)", typed, len(titled), f.choiceList())
 }

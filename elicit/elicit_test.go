@@ -3,6 +3,7 @@ package elicit
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,23 @@ func TestParseSchemaRefusesWhatItCannotCheck(t *testing.T) {
 		{"required not a list", `{"properties": {}, "required": "a"}`, "required is not a list"},
 		{"trailing data", `{"properties": {}} {}`, "requestedSchema"},
 		{"property not an object", `{"properties": {"a": "string"}}`, `field "a"`},
+		// Go reads each of these strings as U+FFFD, a JavaScript agent
+		// as a lone surrogate or refuses it: the broker's form would not be
+		// the agent's.
+		{"lone surrogate enum value", `{"properties": {"c": {"type": "string", "enum": ["\ud800"]}}}`, "not valid Unicode"},
+		{"lone surrogate const", `{"properties": {"c": {"type": "string", "oneOf": [{"const": "\udc00", "title": "x"}]}}}`, "not valid Unicode"},
+		{"lone surrogate items", `{"properties": {"c": {"type": "array", "items": {"enum": ["a\ud83d"]}}}}`, "not valid Unicode"},
+		{"lone surrogate property name", `{"properties": {"\ud800": {"type": "string"}}}`, "not valid Unicode"},
+		{"lone surrogate required", `{"properties": {"\ufffd": {"type": "string"}}, "required": ["\ud800"]}`, "not valid Unicode"},
+		{"lone surrogate title", `{"title": "\ud800", "properties": {}}`, "not valid Unicode"},
+		{"invalid UTF-8 enum value", "{\"properties\": {\"c\": {\"type\": \"string\", \"enum\": [\"\xff\"]}}}", "not valid Unicode"},
+		{"invalid UTF-8 in an unread member", "{\"properties\": {}, \"_meta\": {\"\xed\xa0\x80\": 1}}", "not valid Unicode"},
+		{"enum and maxLength", `{"properties": {"a": {"type": "string", "enum": ["ok", "toolong"], "maxLength": 2}}}`, "both choices and a length"},
+		{"oneOf and minLength", `{"properties": {"a": {"type": "string", "oneOf": [{"const": "x", "title": "X"}], "minLength": 3}}}`, "both choices and a length"},
+		{"too many properties", manyProperties(maxFields + 1), "more than the 100"},
+		{"too many choices", manyChoices(`"type": "string", "enum"`, maxChoices+1), "more than the 1000"},
+		{"too many picks", manyChoices(`"type": "array", "items": {"enum"`, maxChoices+1) + "}", "more than the 1000"},
+		{"very many choices", manyChoices(`"type": "string", "enum"`, 40000), "more than the 1000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseSchema(json.RawMessage(tc.schema))
@@ -344,6 +362,63 @@ func TestContent(t *testing.T) {
 	}
 }
 
+func manyProperties(n int) string {
+	var props []string
+	for i := range n {
+		props = append(props, fmt.Sprintf(`"f%d": {"type": "boolean"}`, i))
+	}
+	return `{"properties": {` + strings.Join(props, ", ") + `}}`
+}
+
+// manyChoices is a schema of one field "c" whose members start with head
+// and whose list of n choices follows it.
+func manyChoices(head string, n int) string {
+	var values []string
+	for i := range n {
+		values = append(values, fmt.Sprintf(`"v%d"`, i))
+	}
+	return `{"properties": {"c": {` + head + `: [` + strings.Join(values, ", ") + `]}}}`
+}
+
+// The most a schema may hold is read, and an answer checked against it.
+func TestParseSchemaAtItsLimits(t *testing.T) {
+	if _, err := ParseSchema(json.RawMessage(manyProperties(maxFields))); err != nil {
+		t.Fatalf("%d properties: %v", maxFields, err)
+	}
+	form := mustForm(t, manyChoices(`"type": "array", "items": {"enum"`, maxChoices)+"}")
+	var picks []string
+	for i := range maxChoices {
+		picks = append(picks, fmt.Sprintf(`"v%d"`, i))
+	}
+	if err := form.Validate(json.RawMessage(`{"c": [` + strings.Join(picks, ",") + `]}`)); err != nil {
+		t.Fatalf("every choice picked: %v", err)
+	}
+	picks = append(picks, `"v7"`)
+	if err := form.Validate(json.RawMessage(`{"c": [` + strings.Join(picks, ",") + `]}`)); err == nil || !strings.Contains(err.Error(), `"v7" is picked twice`) {
+		t.Fatalf("a choice picked twice among %d: %v", len(picks), err)
+	}
+}
+
+// A lone surrogate in an answer is not the U+FFFD a schema names: Go would
+// read the two as one, a JavaScript agent would not.
+func TestValidateRefusesAnswersGoReadsAsReplacementCharacters(t *testing.T) {
+	form := mustForm(t, `{"properties": {"c": {"type": "string", "enum": ["\ufffd"]}, "\ufffd": {"type": "boolean"}}}`)
+	for _, content := range []string{
+		`{"c": "\ud800"}`,
+		"{\"c\": \"\xff\"}",
+		`{"\ud800": true}`,
+		"{\"\xed\xa0\x80\": true}",
+		`{"c": "\ufffd", "\udfff": true}`,
+	} {
+		if err := form.Validate(json.RawMessage(content)); err == nil || !strings.Contains(err.Error(), "not valid Unicode") {
+			t.Errorf("Validate(%q) = %v, want it refused as not valid Unicode", content, err)
+		}
+	}
+	if err := form.Validate(json.RawMessage(`{"c": "\ufffd", "\ufffd": true}`)); err != nil {
+		t.Fatalf("the real U+FFFD: %v", err)
+	}
+}
+
 func TestContentAmbiguousTitle(t *testing.T) {
 	form := mustForm(t, `{"properties":{"c":{"type":"string","oneOf":[{"const":"a","title":"Same"},{"const":"b","title":"Same"}]}}}`)
 	if _, err := form.Content(map[string][]string{"c": {"Same"}}); err == nil || !strings.Contains(err.Error(), "title of 2 choices") {
@@ -355,12 +430,26 @@ func TestContentAmbiguousTitle(t *testing.T) {
 	}
 }
 
-func TestContentValueBeatsTitle(t *testing.T) {
-	// A choice whose title is another's value: the value is what was meant,
-	// else a human could not pick "b" at all.
-	form := mustForm(t, `{"properties":{"c":{"type":"string","oneOf":[{"const":"a","title":"b"},{"const":"b","title":"B"}]}}}`)
-	got, err := form.Content(map[string][]string{"c": {"b"}})
-	if err != nil || string(got) != `{"c":"b"}` {
+func TestContentRefusesAValueThatIsAnotherChoicesTitle(t *testing.T) {
+	// "production" is one choice's value and the other's title: which the
+	// human meant is unknown, so neither is picked.
+	for _, schema := range []string{
+		`{"properties":{"c":{"type":"string","oneOf":[{"const":"production","title":"Staging"},{"const":"staging","title":"production"}]}}}`,
+		`{"properties":{"c":{"type":"array","items":{"anyOf":[{"const":"production","title":"Staging"},{"const":"staging","title":"production"}]}}}}`,
+	} {
+		form := mustForm(t, schema)
+		got, err := form.Content(map[string][]string{"c": {"production"}})
+		if err == nil || !strings.Contains(err.Error(), "the value of one choice and the title of another") {
+			t.Fatalf("Content = %s, %v; want it refused as ambiguous", got, err)
+		}
+		got, err = form.Content(map[string][]string{"c": {"Staging"}})
+		if err != nil || !strings.Contains(string(got), `"production"`) {
+			t.Fatalf("by its own title: %s, %v", got, err)
+		}
+	}
+	// A choice titled as its own value is no ambiguity.
+	form := mustForm(t, `{"properties":{"c":{"type":"string","oneOf":[{"const":"a","title":"a"},{"const":"b","title":"B"}]}}}`)
+	if got, err := form.Content(map[string][]string{"c": {"a"}}); err != nil || string(got) != `{"c":"a"}` {
 		t.Fatalf("Content = %s, %v", got, err)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -50,10 +52,20 @@ func FuzzParseSchema(f *testing.F) {
 	f.Add(`{"properties":{"n":{"type":"number","minimum":1e308}}}`, `{"n":1.7976931348623157e308}`)
 	f.Add(`{"properties":{"s":{"type":"string","maxLength":0}},"required":["s"]}`, `{"s":""}`)
 	f.Add(`{"properties":{"m":{"type":"array","maxItems":0,"items":{"enum":["x"]}}}}`, `{"m":[]}`)
+	f.Add(`{"properties":{"c":{"type":"string","enum":["ok","toolong"],"maxLength":2}}}`, `{"c":"toolong"}`)
+	f.Add(`{"properties":{"c":{"type":"string","oneOf":[{"const":"a","title":"A"}],"minLength":2}}}`, `{"c":"a"}`)
+	f.Add(`{"properties":{"c":{"type":"string","enum":["\ud800"]}}}`, `{"c":"\ufffd"}`)
+	f.Add(`{"properties":{"\ud800":{"type":"boolean"}}}`, `{"\ufffd":true}`)
+	f.Add(`{"properties":{"\ufffd":{"type":"boolean"}},"required":["\udc00"]}`, `{"\ufffd":true}`)
+	f.Add(`{"properties":{"c":{"type":"string","enum":["\ufffd"]}}}`, `{"c":"\ud800"}`)
+	f.Add(`{"properties":{"\ufffd":{"type":"boolean"}}}`, "{\"\xff\":true}")
 	f.Fuzz(func(t *testing.T, schema, content string) {
 		form, err := ParseSchema(json.RawMessage(schema))
 		if err != nil {
 			return
+		}
+		if problem := inexactString(schema); problem != "" {
+			t.Fatalf("ParseSchema accepted %q, whose strings are not exact Unicode: %s", schema, problem)
 		}
 		if form.Validate(json.RawMessage(content)) != nil {
 			return
@@ -67,6 +79,9 @@ func FuzzParseSchema(f *testing.F) {
 // plainReading checks content against the form the straightforward way,
 // without the package's own code, and says what is wrong ("" for nothing).
 func plainReading(form *Form, content string) string {
+	if problem := inexactString(content); problem != "" {
+		return problem
+	}
 	dec := json.NewDecoder(strings.NewReader(content))
 	dec.UseNumber()
 	var obj map[string]any
@@ -177,6 +192,43 @@ func plainField(f Field, v any) string {
 		}
 	default:
 		return "unknown type " + f.Type
+	}
+	return ""
+}
+
+var (
+	jsonStringLiteral = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	jsonEscape        = regexp.MustCompile(`\\(?:u([0-9a-fA-F]{4})|.)`)
+)
+
+// inexactString says which string of a JSON text a JavaScript reader
+// would not read as Go does ("" for none): invalid UTF-8, or a \u escape
+// of a UTF-16 surrogate that is not a high one followed by a low one.
+func inexactString(text string) string {
+	if !utf8.ValidString(text) {
+		return "invalid UTF-8"
+	}
+	for _, lit := range jsonStringLiteral.FindAllString(text, -1) {
+		// Each escape's UTF-16 unit (-1 for a non-\u escape) and where
+		// it starts and ends: a pair is a high unit that ends where a low
+		// one starts.
+		escapes := jsonEscape.FindAllStringSubmatchIndex(lit, -1)
+		unit := func(k int) rune {
+			if k >= len(escapes) || escapes[k][2] < 0 {
+				return -1
+			}
+			n, _ := strconv.ParseUint(lit[escapes[k][2]:escapes[k][3]], 16, 16)
+			return rune(n)
+		}
+		for k := 0; k < len(escapes); k++ {
+			switch u := unit(k); {
+			case !utf16.IsSurrogate(u):
+			case u < 0xdc00 && k+1 < len(escapes) && escapes[k+1][0] == escapes[k][1] && unit(k+1) >= 0xdc00 && unit(k+1) <= 0xdfff:
+				k++
+			default:
+				return "a lone surrogate in " + lit
+			}
+		}
 	}
 	return ""
 }

@@ -49,6 +49,9 @@ type Field struct {
 	// An integer's bounds as the schema wrote them: a float64 cannot hold
 	// every int64.
 	minInt, maxInt *int64
+	// offered holds the values of Choices, for a Field ParseSchema made:
+	// an answer picks among up to maxChoices of them.
+	offered map[string]bool
 }
 
 // Choice is one value a choice field offers.
@@ -82,12 +85,14 @@ var (
 
 // ParseSchema reads an elicitation's requestedSchema. It returns an error for
 // a schema the broker cannot check answers against exactly: one that is not
-// strict JSON, has a property type or keyword ACP does not define (or a
-// pattern, whose ECMA-262 meaning Go's regexp does not share), bounds that
-// are not numbers or contradict each other, or choices that are empty or
-// repeat a value.
+// strict JSON with exact Unicode in every string and name (ExactUnicode), has
+// a property type or keyword ACP does not define (or a pattern, whose
+// ECMA-262 meaning Go's regexp does not share), bounds that are not numbers
+// or contradict each other, choices that are empty, repeat a value, or come
+// with lengths, or more fields or choices than the broker checks (maxFields,
+// maxChoices).
 func ParseSchema(raw json.RawMessage) (*Form, error) {
-	if err := jsonrpc.Strict(raw); err != nil {
+	if err := jsonrpc.StrictText(raw); err != nil {
 		return nil, fmt.Errorf("requestedSchema: %w", err)
 	}
 	if !json.Valid(raw) {
@@ -113,6 +118,9 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 		if err != nil {
 			return nil, fmt.Errorf("requestedSchema: properties: %w", err)
 		}
+		if len(names) > maxFields {
+			return nil, fmt.Errorf("requestedSchema: %d properties, more than the %d the broker checks", len(names), maxFields)
+		}
 		for i, name := range names {
 			field, err := parseField(name, values[i])
 			if err != nil {
@@ -126,9 +134,13 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 		if err := json.Unmarshal(req, &names); err != nil {
 			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", shortJSON(req))
 		}
+		index := make(map[string]int, len(form.Fields))
+		for i, f := range form.Fields {
+			index[f.Name] = i
+		}
 		for _, name := range names {
-			i := slices.IndexFunc(form.Fields, func(f Field) bool { return f.Name == name })
-			if i < 0 {
+			i, ok := index[name]
+			if !ok {
 				// No answer could hold it: content may name only the
 				// schema's properties.
 				return nil, fmt.Errorf("requestedSchema: required field %q is not among the properties", name)
@@ -174,6 +186,12 @@ func parseField(name string, raw json.RawMessage) (Field, error) {
 	}
 	if err != nil {
 		return f, err
+	}
+	if f.Choices != nil {
+		f.offered = make(map[string]bool, len(f.Choices))
+		for _, c := range f.Choices {
+			f.offered[c.Value] = true
+		}
 	}
 	if d, ok := obj["default"]; ok && !isNull(d) && f.check(d) == nil {
 		f.Default = d
@@ -231,6 +249,11 @@ func (f *Field) parseString(obj map[string]json.RawMessage, where string) error 
 	}
 	if (hasEnum || hasOneOf) && f.Format != "" {
 		return fmt.Errorf("%s: both choices and a format", where)
+	}
+	if (hasEnum || hasOneOf) && (f.MinLength != nil || f.MaxLength != nil) {
+		// A choice would have to meet them too, and a form that offers a
+		// choice it then refuses is no form to show.
+		return fmt.Errorf("%s: both choices and a length", where)
 	}
 	return checkChoices(f.Choices, hasEnum || hasOneOf, where)
 }
@@ -353,10 +376,15 @@ func checkChoices(choices []Choice, declared bool, where string) error {
 	if declared && len(choices) == 0 {
 		return fmt.Errorf("%s: no choices: no value could answer it", where)
 	}
-	for i, c := range choices {
-		if slices.ContainsFunc(choices[:i], func(o Choice) bool { return o.Value == c.Value }) {
+	if len(choices) > maxChoices {
+		return fmt.Errorf("%s: %d choices, more than the %d the broker checks", where, len(choices), maxChoices)
+	}
+	seen := make(map[string]bool, len(choices))
+	for _, c := range choices {
+		if seen[c.Value] {
 			return fmt.Errorf("%s: choice %q is offered twice", where, c.Value)
 		}
+		seen[c.Value] = true
 	}
 	return nil
 }
@@ -444,6 +472,15 @@ func optionalString(obj map[string]json.RawMessage, name, where string) (string,
 	}
 	return s, nil
 }
+
+// The most fields and choices a field offers that a schema may have: a
+// human answers a form by hand, and the broker reads the schema each time a
+// channel asks. A schema with more is one the broker cannot check: only the
+// editor answers it.
+const (
+	maxFields  = 100
+	maxChoices = 1000
+)
 
 // The largest lengths and item counts a schema may give: ACP's uint32 and
 // uint64, as far as an int holds them.

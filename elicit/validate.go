@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -31,10 +30,11 @@ func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field
 // value has its field's type (an integer written as one, a number a double
 // holds), is one of its choices, has its format, and lies within its
 // lengths (in characters), bounds and item counts, with no item picked
-// twice; a string is valid UTF-8 and escapes no lone surrogate. The error
-// names the field and what was expected.
+// twice; every string and member name is valid UTF-8 and escapes no lone
+// surrogate (which Go would read as U+FFFD, and a JavaScript agent as
+// itself). The error names the field and what was expected.
 func (f *Form) Validate(content json.RawMessage) error {
-	if err := jsonrpc.Strict(content); err != nil {
+	if err := jsonrpc.StrictText(content); err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
 	if !json.Valid(content) {
@@ -115,7 +115,7 @@ func (f *Field) check(v json.RawMessage) error {
 		if err := json.Unmarshal(v, &items); err != nil {
 			return fmt.Errorf("expected a list of choices: %w", err)
 		}
-		var picked []string
+		picked := make(map[string]bool)
 		for _, item := range items {
 			s, err := jsonString(bytes.TrimSpace(item))
 			if err != nil {
@@ -124,10 +124,10 @@ func (f *Field) check(v json.RawMessage) error {
 			if !f.offers(s) {
 				return fmt.Errorf("item %q is not one of %s", s, f.choiceList())
 			}
-			if slices.Contains(picked, s) {
+			if picked[s] {
 				return fmt.Errorf("item %q is picked twice", s)
 			}
-			picked = append(picked, s)
+			picked[s] = true
 		}
 		if f.MinItems != nil && len(picked) < *f.MinItems {
 			return fmt.Errorf("%d picked, at least %d expected", len(picked), *f.MinItems)
@@ -162,6 +162,9 @@ func (f *Field) checkString(s string) error {
 }
 
 func (f *Field) offers(value string) bool {
+	if f.offered != nil {
+		return f.offered[value]
+	}
 	return slices.ContainsFunc(f.Choices, func(c Choice) bool { return c.Value == value })
 }
 
@@ -332,7 +335,7 @@ func jsonString(v json.RawMessage) (string, error) {
 	if len(v) == 0 || v[0] != '"' {
 		return "", fmt.Errorf("expected a string, got %s", shortJSON(v))
 	}
-	if !wellFormed(v) {
+	if !jsonrpc.ExactUnicode(v) {
 		return "", errors.New("a string with invalid UTF-8 or a lone surrogate escape, which readers decode differently")
 	}
 	var s string
@@ -340,52 +343,6 @@ func jsonString(v json.RawMessage) (string, error) {
 		return "", fmt.Errorf("expected a string: %w", err)
 	}
 	return s, nil
-}
-
-// wellFormed reports whether a JSON string literal is valid UTF-8 and
-// escapes no lone UTF-16 surrogate: encoding/json reads either as U+FFFD,
-// JavaScript keeps a lone surrogate as it is, so the broker's value and the
-// agent's could differ.
-func wellFormed(lit json.RawMessage) bool {
-	if !utf8.Valid(lit) {
-		return false
-	}
-	for i := 0; i < len(lit); i++ {
-		if lit[i] != '\\' {
-			continue
-		}
-		i++
-		if i >= len(lit) || lit[i] != 'u' {
-			continue // a two-character escape
-		}
-		r, ok := hex4(lit[i+1:])
-		if !ok {
-			return false
-		}
-		i += 4
-		switch {
-		case utf16.IsSurrogate(r) && r >= 0xDC00:
-			return false // a low surrogate first
-		case utf16.IsSurrogate(r):
-			if i+6 >= len(lit) || lit[i+1] != '\\' || lit[i+2] != 'u' {
-				return false
-			}
-			low, ok := hex4(lit[i+3:])
-			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return false
-			}
-			i += 6
-		}
-	}
-	return true
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[:4]), 16, 16)
-	return rune(n), err == nil
 }
 
 // shortJSON shows a JSON value in an error: compact, cut to 40 bytes, and

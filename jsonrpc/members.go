@@ -72,6 +72,18 @@ func Strict(v json.RawMessage) error {
 	return s.atEnd()
 }
 
+// StrictText is Strict, and also refuses any string or member name, at any
+// depth, that is not exact Unicode (ExactUnicode): for a value whose every
+// string the broker compares with what a peer reads, such as a form's
+// schema and its answer, where Go would read "\ud800" and "\ufffd" as one.
+func StrictText(v json.RawMessage) error {
+	s := scanner{data: v, strict: true, exact: true}
+	if err := s.skipValue(1); err != nil {
+		return err
+	}
+	return s.atEnd()
+}
+
 // ExactMembers is Members for an object the broker reads by name, that a
 // peer may read too: it also refuses a member whose name differs only in
 // case from one of names. A peer that matches names without regard to case,

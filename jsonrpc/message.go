@@ -339,6 +339,20 @@ func envelopeMember(rawKey []byte) (member int, variant bool) {
 	return notEnvelope, false
 }
 
+// checkExact refuses, in an exact scan, the string that ends at s.pos and
+// starts at start when it is not exact Unicode.
+func (s *scanner) checkExact(start int) error {
+	if s.exact && !exactUnicode(s.data[start:s.pos]) {
+		return fmt.Errorf("the string at byte %d is not valid Unicode (invalid UTF-8 or a lone surrogate escape): peers read it differently", start)
+	}
+	return nil
+}
+
+// ExactUnicode reports whether a JSON string literal (quotes included, its
+// syntax already checked) decodes to the same text for every peer; see
+// exactUnicode.
+func ExactUnicode(str []byte) bool { return len(str) >= 2 && exactUnicode(str) }
+
 // exactUnicode reports whether a JSON string (quotes included, syntax
 // already checked) decodes to the same text for every peer: its bytes are
 // valid UTF-8 and no escape is a lone UTF-16 surrogate. Peers disagree on
@@ -642,6 +656,9 @@ type scanner struct {
 	pos  int
 	// strict refuses objects that repeat a member name (see Strict).
 	strict bool
+	// exact refuses strings and member names that are not exact Unicode
+	// (see StrictText).
+	exact bool
 }
 
 var errEnd = errors.New("unexpected end of message")
@@ -680,6 +697,9 @@ func (s *scanner) rawKey() ([]byte, error) {
 	}
 	start := s.pos
 	if err := s.skipString(); err != nil {
+		return nil, err
+	}
+	if err := s.checkExact(start); err != nil {
 		return nil, err
 	}
 	raw := s.data[start:s.pos]
@@ -823,7 +843,11 @@ func (s *scanner) skipValue(depth int) error {
 	}
 	switch c := s.data[s.pos]; {
 	case c == '"':
-		return s.skipString()
+		start := s.pos
+		if err := s.skipString(); err != nil {
+			return err
+		}
+		return s.checkExact(start)
 	case c == '{':
 		if depth > maxDepth {
 			return errors.New("nested too deeply")

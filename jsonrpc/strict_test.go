@@ -50,3 +50,32 @@ func TestStrictOfASmallObjectAllocatesOnlyItsNames(t *testing.T) {
 		t.Fatalf("Strict allocated %v times for 5 member names", n)
 	}
 }
+
+// StrictText refuses a string or member name at any depth that peers read
+// differently, and takes every exact one, escaped or not.
+func TestStrictTextRefusesInexactUnicodeAtAnyDepth(t *testing.T) {
+	for _, v := range []string{
+		`"\ud800"`,
+		`["ok", "\udc00"]`,
+		`{"a": {"b": ["x", "\ud83dx"]}}`,
+		`{"a": {"\ud800": 1}}`,
+		`{"\ud83d\ud83d": 1}`,
+		"{\"a\": \"\xff\"}",
+		"{\"\xed\xa0\x80\": 1}",
+	} {
+		if err := Strict(json.RawMessage(v)); err != nil {
+			t.Fatalf("Strict(%q) = %v: it checks structure only", v, err)
+		}
+		if err := StrictText(json.RawMessage(v)); err == nil || !strings.Contains(err.Error(), "not valid Unicode") {
+			t.Errorf("StrictText(%q) = %v, want it refused", v, err)
+		}
+	}
+	for _, v := range []string{`"\ud83d\ude00"`, `{"\ufffd": ["é", "\u00e9", "\\ud800"]}`, `[1, true, null, {}]`} {
+		if err := StrictText(json.RawMessage(v)); err != nil {
+			t.Errorf("StrictText(%q) = %v", v, err)
+		}
+	}
+	if err := StrictText(json.RawMessage(`{"a": 1, "A": 2}`)); err == nil {
+		t.Error("StrictText took a case-variant member: it is Strict too")
+	}
+}
