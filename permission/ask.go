@@ -99,11 +99,10 @@ type asking struct {
 	// withdrawn prompts are told. An error refuses the answer, saying why;
 	// it is named in the audit line and the request stays open.
 	fromChannel func(r *Record, ans notify.Answer) (answer func(won func()) bool, kind, decision string, err error)
-	// timedOut answers a request nobody answered within the timeout (r is
-	// its record so far, to be completed and passed to win);
-	// timeoutDecision is what the withdrawn prompts are told of it.
-	timedOut        func(r Record, win func(Record, string))
-	timeoutDecision string
+	// timedOut withdraws the prompts of a request nobody answered within
+	// the timeout, and answers it (r is its record so far, to be completed
+	// and passed to win).
+	timedOut func(withdraw context.CancelCauseFunc, r Record, win func(Record, string))
 	// completed, if not nil, is closed when the request no longer needs
 	// the channels (a URL-mode question the agent completed): their
 	// prompts are withdrawn, and onCompleted answers the request if the
@@ -195,9 +194,10 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		sent := answerAs(r)
 		return func(won func()) bool { return c.SelectOptionAs(sent, won) }, opt.Kind, r.Decision, nil
 	}
-	q.timeoutDecision = string(rules.Deny)
-	q.timedOut = func(r Record, win func(Record, string)) {
-		if opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"}); ok {
+	q.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
+		opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
+		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
+		if ok {
 			r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
 			r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
 			c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
@@ -352,8 +352,7 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 	for {
 		select {
 		case <-timeout:
-			withdraw(&notify.Outcome{By: "timeout", Decision: q.timeoutDecision})
-			q.timedOut(q.rec, win)
+			q.timedOut(withdraw, q.rec, win)
 			return
 		case <-cancelled:
 			// The editor cancelled the turn: every prompt of it is

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,8 +156,8 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		r.Decision, r.Fields = result.Action, fieldNames(result.Content)
 		return func(won func()) bool { return c.RespondAs(result, won) }, "", result.Action, nil
 	}
-	ask.timeoutDecision = "cancel"
-	ask.timedOut = func(r Record, win func(Record, string)) {
+	ask.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
+		withdraw(&notify.Outcome{By: "timeout", Decision: "cancel"})
 		r.Decision, r.Source, r.Reason = "cancel", "timeout", fmt.Sprintf("nobody answered within %v", a.Timeout)
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
