@@ -3,6 +3,7 @@ package permission
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -42,10 +43,12 @@ type Channel struct {
 	Timeout time.Duration
 }
 
-// held is a request waiting for a human: an agent's permission request
-// (*session.Call), or an MCP call, terminal or write the agent did not ask
-// about, which the broker asks about on its own (*heldPrompt). It is answered once, by whoever answers first.
-type held interface {
+// asked is a request waiting for a human, as the routing sees it: an
+// agent's permission request or question (*session.Call), or an MCP call,
+// terminal or write the agent did not ask about, which the broker asks
+// about on its own (*heldPrompt). It is answered once, by whoever answers
+// first.
+type asked interface {
 	// Context ends once the request is answered or can no longer be.
 	Context() context.Context
 	// ForwardAnswering puts the request to the editor; onAnswer sees the
@@ -53,16 +56,63 @@ type held interface {
 	// what the agent is answered with instead. It reports false if already
 	// forwarded or answered.
 	ForwardAnswering(onAnswer func(answer *jsonrpc.Message) (optionID string)) bool
-	SelectOptionAs(optionID string, won func()) bool
+	// RespondCancelledAs answers as a cancelled turn does.
 	RespondCancelledAs(won func()) bool
 	SessionCancelled() <-chan struct{}
 	SessionID() string
+}
+
+// held is a permission request waiting for a human (see asked).
+type held interface {
+	asked
+	SelectOptionAs(optionID string, won func()) bool
 	// Raw is the request as received, for the prompt's digest.
 	Raw() []byte
 }
 
-// ask puts a request to the human as the route says, and writes its one
-// audit line when it is answered (or ends unanswered).
+// asking is one request put to a human as the route says. The machinery is
+// the same for a permission request and a question: the editor, the
+// channels, escalation, the local socket, the timeout and the turn's
+// cancel, the first answer wins and every other prompt is withdrawn, one
+// audit line. What an answer means is in the hooks.
+type asking struct {
+	c     asked
+	a     *Asker
+	rec   Record
+	start time.Time
+	// editor is false when the editor must not be asked (a question the
+	// broker answers for an editor without forms): the channels are asked
+	// at once whatever the route, and nothing falls back to the editor.
+	editor bool
+	// prompt is what the channels show; nil when no channel may be asked.
+	prompt *notify.Prompt
+	// won completes the winning answer's record before its line is
+	// written; nil for nothing to add.
+	won func(r *Record, kind string)
+	// fromEditor reads the editor's answer into r: the option kind chosen
+	// ("" for none) and the optionId the agent is answered with in place
+	// of the editor's answer ("" for the answer as sent).
+	fromEditor func(r *Record, answer *jsonrpc.Message) (kind, replace string)
+	// fromChannel reads a channel's answer into r, and returns what
+	// answers the agent with it if it is the first (won runs only then,
+	// before anyone learns of it), the option kind, and the decision the
+	// withdrawn prompts are told. An error refuses the answer, saying why;
+	// it is named in the audit line and the request stays open.
+	fromChannel func(r *Record, ans notify.Answer) (answer func(won func()) bool, kind, decision string, err error)
+	// timedOut withdraws the prompts of a request nobody answered within
+	// the timeout, and answers it (r is its record so far, to be completed
+	// and passed to win).
+	timedOut func(withdraw context.CancelCauseFunc, r Record, win func(Record, string))
+	// completed, if not nil, is closed when the request no longer needs
+	// the channels (a URL-mode question the agent completed): their
+	// prompts are withdrawn, and onCompleted answers the request if the
+	// editor was not asked.
+	completed   <-chan struct{}
+	onCompleted func(r Record, win func(Record, string))
+}
+
+// ask puts a permission request to the human as the route says, and writes
+// its one audit line when it is answered (or ends unanswered).
 func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Record, start time.Time, source, reason string, remember rememberFunc) {
 	a := e.Asker
 	if a == nil || len(params.Options) == 0 {
@@ -72,46 +122,6 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	rec.Decision, rec.Source, rec.Asked, rec.Reason = string(rules.Ask), "editor", source, reason
 	if o, ok := pick(params.Options, []string{"allow_always"}); ok && remember != nil {
 		rec.Always = alwaysCovers(req, o)
-	}
-	ctx, withdraw := context.WithCancelCause(c.Context())
-	// answered is closed once the winning answer's line is written.
-	answered := make(chan struct{})
-	e.unanswered.Add(1)
-	var refusedMu sync.Mutex
-	var refused []string
-	// writeLine writes the request's one audit line.
-	writeLine := func(r Record) {
-		refusedMu.Lock()
-		r.Refused = refused
-		refusedMu.Unlock()
-		r.Latency = ms(time.Since(start))
-		_ = e.write(r)
-	}
-
-	// win records the first answer; only the one that won calls it.
-	win := func(r Record, kind string) {
-		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" && e.unchangedSinceAsked(call, req) {
-			// Only the agent's own request covers what it does next: the
-			// MCP call, terminal or write it asked about; and only if the
-			// human was shown what was decided on.
-			e.approved.noteRequest(call.Session.ID, req, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
-		}
-		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
-			by := r.Channel
-			if by == "" {
-				by = r.Source
-			}
-			id := r.Option
-			if r.Chosen != "" {
-				id = r.Chosen
-			}
-			chosen, _ := optionByID(params.Options, id)
-			r.Remembered = remember(chosen, by)
-		}
-		// Before the answer reaches the agent, as a decision's line (see
-		// Engine.write).
-		writeLine(r)
-		close(answered)
 	}
 
 	// answerAs is the option the agent gets for the one a human chose (see
@@ -135,12 +145,104 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		return r.Option
 	}
 
+	q := &asking{c: c, a: a, rec: rec, start: start, editor: true}
 	// What the channels show: none is asked when there is only the editor.
-	var prompt notify.Prompt
 	if a.Local != nil || len(a.Channels) > 0 {
-		prompt = e.prompt(a, c, params, req, reason)
+		p := e.prompt(a, c, params, req, reason)
+		q.prompt = &p
 	}
-	toEditor := a.Route != "channels"
+	q.won = func(r *Record, kind string) {
+		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" && e.unchangedSinceAsked(call, req) {
+			// Only the agent's own request covers what it does next: the
+			// MCP call, terminal or write it asked about; and only if the
+			// human was shown what was decided on.
+			e.approved.noteRequest(call.Session.ID, req, mcpArguments(call, params), strings.HasPrefix(kind, "allow"))
+		}
+		if remember != nil && (kind == "allow_always" || kind == "reject_always") {
+			by := r.Channel
+			if by == "" {
+				by = r.Source
+			}
+			id := r.Option
+			if r.Chosen != "" {
+				id = r.Chosen
+			}
+			chosen, _ := optionByID(params.Options, id)
+			r.Remembered = remember(chosen, by)
+		}
+	}
+	q.fromEditor = func(r *Record, answer *jsonrpc.Message) (kind, replace string) {
+		if answer.Error != nil {
+			r.Decision = "error"
+		} else if outcome, optionID := readOutcome(answer); outcome != "" {
+			r.Decision, r.Option = outcome, optionID
+			if o, ok := optionByID(params.Options, optionID); ok && outcome == "selected" {
+				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
+				if sent := answerAs(r); sent != optionID {
+					replace = sent
+				}
+			}
+		}
+		return kind, replace
+	}
+	q.fromChannel = func(r *Record, ans notify.Answer) (func(func()) bool, string, string, error) {
+		opt, err := q.prompt.Choose(ans.OptionID, "")
+		if err != nil {
+			return nil, "", "", err
+		}
+		r.Decision, r.Option, r.OptionKd = decisionOf(opt.Kind), opt.ID, opt.Kind
+		sent := answerAs(r)
+		return func(won func()) bool { return c.SelectOptionAs(sent, won) }, opt.Kind, r.Decision, nil
+	}
+	q.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
+		opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
+		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
+		if ok {
+			r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
+			r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
+			c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
+		}
+	}
+	e.route(q)
+}
+
+// route puts a request to a human as the Asker's route says, applies the
+// first answer, withdraws every other prompt, and writes the request's one
+// audit line when it is answered (or ends unanswered).
+func (e *Engine) route(q *asking) {
+	a, c, rec := q.a, q.c, q.rec
+	ctx, withdraw := context.WithCancelCause(c.Context())
+	// answered is closed once the winning answer's line is written.
+	answered := make(chan struct{})
+	e.unanswered.Add(1)
+	var refusedMu sync.Mutex
+	var refused []string
+	refuse := func(why string) {
+		refusedMu.Lock()
+		refused = append(refused, why)
+		refusedMu.Unlock()
+	}
+	// writeLine writes the request's one audit line.
+	writeLine := func(r Record) {
+		refusedMu.Lock()
+		r.Refused = refused
+		refusedMu.Unlock()
+		r.Latency = ms(time.Since(q.start))
+		_ = e.write(r)
+	}
+
+	// win records the first answer; only the one that won calls it.
+	win := func(r Record, kind string) {
+		if q.won != nil {
+			q.won(&r, kind)
+		}
+		// Before the answer reaches the agent, as a decision's line (see
+		// Engine.write).
+		writeLine(r)
+		close(answered)
+	}
+
+	toEditor := q.editor && a.Route != "channels"
 	// forwardedAt is when the editor was given the request: an answer
 	// sooner than a person can give is warned about (editorAnswered).
 	var forwardedAt atomic.Int64
@@ -153,18 +255,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		took := time.Duration(time.Now().UnixNano() - forwardedAt.Load())
 		r := rec
 		r.Decision = "answered"
-		kind, replace := "", ""
-		if answer.Error != nil {
-			r.Decision = "error"
-		} else if outcome, optionID := readOutcome(answer); outcome != "" {
-			r.Decision, r.Option = outcome, optionID
-			if o, ok := optionByID(params.Options, optionID); ok && outcome == "selected" {
-				kind, r.OptionKd, r.Decision = o.Kind, o.Kind, decisionOf(o.Kind)
-				if sent := answerAs(&r); sent != optionID {
-					replace = sent
-				}
-			}
-		}
+		kind, replace := q.fromEditor(&r, answer)
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
 		win(r, kind)
 		if kind != "" {
@@ -182,10 +273,11 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			return
 		}
 		var asked sync.WaitGroup
+		// (There is a prompt whenever there are channels.)
 		for _, ch := range a.Channels {
-			asked.Go(func() { e.askChannel(ctx, withdraw, c, ch.Channel, ch.Timeout, prompt, rec, answerAs, win) })
+			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
 		}
-		if !toEditor {
+		if !toEditor && q.editor {
 			// When every channel gave up without an answer, a human must
 			// still be asked: the editor is the one place left.
 			go func() {
@@ -196,19 +288,17 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			}()
 		}
 	}
-	if a.Local != nil {
+	if a.Local != nil && q.prompt != nil {
 		// Answers the local channel refuses for who sent them (the agent's
 		// own processes) are named in the audit line.
 		localCtx := notify.WithRefusals(ctx, func(why string) {
-			e.Log.Warn("refused a local answer", "prompt", prompt.ID, "why", why)
-			refusedMu.Lock()
-			refused = append(refused, "local: "+why)
-			refusedMu.Unlock()
+			e.Log.Warn("refused a local answer", "prompt", q.prompt.ID, "why", why)
+			refuse("local: " + why)
 		})
-		go e.askChannel(localCtx, withdraw, c, a.Local, 0, prompt, rec, answerAs, win)
+		go e.askChannel(localCtx, withdraw, q, a.Local, 0, rec, refuse, win)
 	}
 	switch {
-	case a.Route == "channels" || a.Route == "both":
+	case a.Route == "channels" || a.Route == "both" || !q.editor:
 		askChannels()
 	case a.EscalateAfter > 0 && len(a.Channels) > 0:
 		go func() {
@@ -228,7 +318,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	// unanswered request gets its line.
 	go func() {
 		defer e.unanswered.Done()
-		e.watchAsked(ctx, withdraw, c, a, params, rec, win)
+		e.watchAsked(ctx, withdraw, q, func() bool { return forwardedAt.Load() != 0 }, win)
 		<-c.Context().Done()
 		withdraw(context.Canceled)
 		select {
@@ -248,36 +338,37 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 }
 
 // watchAsked answers a request put to a human when nobody did in time
-// (rejected) or the editor cancelled the turn (cancelled), until ctx ends.
-func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFunc, c held, a *Asker, params permissionParams, rec Record, win func(Record, string)) {
+// (q.timedOut) or the editor cancelled the turn (cancelled), and withdraws
+// the channels' prompts of a question the agent completed, until ctx ends.
+func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, forwarded func() bool, win func(Record, string)) {
 	var timeout <-chan time.Time
-	if a.Timeout > 0 {
-		t := time.NewTimer(a.Timeout)
+	if q.a.Timeout > 0 {
+		t := time.NewTimer(q.a.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
+	c := q.c
 	cancelled := c.SessionCancelled()
 	for {
 		select {
 		case <-timeout:
-			opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
-			withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
-			if ok {
-				r := rec
-				r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
-				r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
-				c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
-			}
+			q.timedOut(withdraw, q.rec, win)
 			return
 		case <-cancelled:
 			// The editor cancelled the turn: every prompt of it is
 			// withdrawn and the agent answered cancelled. (The broker
 			// has already answered an agent's request itself, before
-			// anything else could: see its audit line in ask.)
+			// anything else could: see its audit line in route.)
 			withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
-			r := rec
+			r := q.rec
 			r.Decision, r.Source = "cancelled", "cancel"
 			c.RespondCancelledAs(func() { win(r, "") })
+			return
+		case <-q.completed:
+			withdraw(&notify.Outcome{By: "agent", Decision: "completed"})
+			if !forwarded() {
+				q.onCompleted(q.rec, win)
+			}
 			return
 		case <-ctx.Done():
 			return
@@ -314,32 +405,40 @@ func readOutcome(answer *jsonrpc.Message) (outcome, optionID string) {
 }
 
 // askChannel asks one channel and applies its answer if it is the first.
-func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, c held, ch notify.Channel, timeout time.Duration, p notify.Prompt, rec Record, answerAs func(*Record) string, win func(Record, string)) {
+func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, ch notify.Channel, timeout time.Duration, rec Record, refuse func(string), win func(Record, string)) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	ans, err := ch.Ask(ctx, p)
+	ans, err := ch.Ask(ctx, *q.prompt)
 	if err != nil {
+		if ctx.Err() == nil && q.prompt.IsQuestion() && errors.Is(err, notify.ErrNoAnswer) {
+			// What came back does not answer the question (content
+			// that does not fit its form, an action ACP does not
+			// define): the question stays open for the other places.
+			e.Log.Warn("a channel's answer to a question is no answer; refused", "channel", ch.Name(), "err", err)
+			refuse(ch.Name() + ": " + err.Error())
+			return
+		}
 		if ctx.Err() == nil || timeout > 0 {
 			e.Log.Info("no answer from a channel", "channel", ch.Name(), "err", err)
 		}
 		return
 	}
-	opt, err := p.Choose(ans.OptionID, "")
+	r := rec
+	r.Source, r.Channel, r.Who = "channel", ch.Name(), ans.Who
+	answer, kind, decision, err := q.fromChannel(&r, ans)
 	if err != nil {
-		e.Log.Warn("a channel's answer names no offered option; ignored", "channel", ch.Name(), "err", err)
+		e.Log.Warn("a channel's answer is no answer; refused", "channel", ch.Name(), "err", err)
+		refuse(ch.Name() + ": " + err.Error())
 		return
 	}
-	r := rec
-	r.Decision, r.Source, r.Channel, r.Who = decisionOf(opt.Kind), "channel", ch.Name(), ans.Who
-	r.Option, r.OptionKd = opt.ID, opt.Kind
-	if !c.SelectOptionAs(answerAs(&r), func() {
-		withdraw(&notify.Outcome{By: ch.Name(), Decision: decisionOf(opt.Kind)})
-		win(r, opt.Kind)
+	if !answer(func() {
+		withdraw(&notify.Outcome{By: ch.Name(), Decision: decision})
+		win(r, kind)
 	}) {
-		e.Log.Info("discarded a late answer: the request was already answered", "channel", ch.Name(), "option", opt.ID)
+		e.Log.Info("discarded a late answer: the request was already answered", "channel", ch.Name(), "decision", decision)
 	}
 }
 

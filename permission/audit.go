@@ -62,6 +62,12 @@ type Record struct {
 	Remembered string `json:"remembered,omitempty"`
 	// Parent is, for a subagent's session, the session that announced it.
 	Parent string `json:"parent_session,omitempty"`
+	// Mode is a question's (elicitation/create) mode, "form" or "url";
+	// its Decision is the action it was answered with, and Fields the
+	// names of the fields the answer filled in (their values are the
+	// human's, and never logged).
+	Mode   string   `json:"mode,omitempty"`
+	Fields []string `json:"fields,omitempty"`
 }
 
 // Audit appends records to a JSONL file, one whole line per write.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -42,6 +43,10 @@ type Engine struct {
 	approved approvals
 	// quick notes the sessions whose editor answered faster than a person.
 	quick quickAnswers
+	// answeringForEditor is set once the broker advertised form
+	// elicitation to the agent for an editor without it (see
+	// RewriteInitialize): questions then never go to the editor.
+	answeringForEditor atomic.Bool
 
 	mu sync.Mutex
 	// sessionRules are answers remembered for one session only, by session.
@@ -79,6 +84,8 @@ func (e *Engine) Intercept(c *session.Call) {
 		e.fsWrite(c, start)
 	case "terminal/create":
 		e.terminal(c, start)
+	case "elicitation/create":
+		e.question(c, start)
 	default:
 		c.Forward(nil)
 	}

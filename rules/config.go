@@ -164,6 +164,8 @@ type File struct {
 
 	Ask      *AskConfig // nil when the file has no [ask]
 	Channels []ChannelConfig
+	// Questions is [questions]; nil when the file has none.
+	Questions *QuestionsConfig
 
 	// AgentModes is [agent] modes: "govern", "keep" or "" when not set;
 	// AllowModes is [agent] allow_modes (see agentmodes.go).
@@ -171,7 +173,7 @@ type File struct {
 	AllowModes []string
 
 	// Ignored says, one warning each, what a project file set that a
-	// project may not set ([ask], [[channel]], unlock_protected, the MCP
+	// project may not set ([ask], [[channel]], [questions], unlock_protected, the MCP
 	// proxy): such settings are skipped, never an error, since a file that
 	// comes with a repository must not stop the broker.
 	Ignored []string
@@ -193,7 +195,7 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }
 
-var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp", "ask", "channel", "agent"}
+var topKeys = []string{"mode", "remember", "read_only", "rule", "mcp", "ask", "channel", "agent", "questions"}
 
 var ruleKeys = []string{
 	"id", "decision", "reason", "kind", "tool", "mcp", "command", "command_regex", "path", "url",
@@ -255,6 +257,8 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 			err = d.channels(prim)
 		case "agent":
 			err = d.agentTable(prim)
+		case "questions":
+			err = d.questions(prim)
 		default:
 			err = d.unknown(at, k, "", topKeys)
 		}

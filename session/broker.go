@@ -4,7 +4,8 @@
 // agent's request may be answered by someone other than the editor.
 //
 // It reads copies of the messages it tracks and forwards the original bytes,
-// except for the session set-up requests a Setup rewrites; it refuses what a
+// except for the session set-up requests a Setup rewrites and an initialize
+// an Initialize hook rewrites; it refuses what a
 // peer could read otherwise than the broker does (see jsonrpc), and drops
 // agent updates about the tool calls it shows for requests it holds. The
 // only messages it writes itself are answers to intercepted requests, error
@@ -79,6 +80,10 @@ type Options struct {
 	// Setup, if not nil, may rewrite the editor's session set-up requests
 	// before the agent sees them.
 	Setup Setup
+	// Initialize, if not nil, sees the editor's initialize request before
+	// the agent does, and returns the request to send the agent instead,
+	// or nil to send it unchanged, with a note for the trace.
+	Initialize func(m *jsonrpc.Message) (out []byte, note string)
 	// Started, if not nil, is called once the relay is ready, with the
 	// handle through which the broker's own messages reach the editor.
 	Started func(*Editor)
@@ -88,7 +93,8 @@ type Options struct {
 }
 
 // Setup may change the editor's session set-up requests (session/new, load,
-// resume and fork): the one place a message is not relayed as sent.
+// resume and fork): with Options.Initialize, the one place a message is not
+// relayed as sent.
 type Setup interface {
 	// Rewrite returns the request to send the agent instead of m, or nil to
 	// send m unchanged, with a note for the trace. established, if not nil,
@@ -237,6 +243,7 @@ type broker struct {
 	agentName string
 	policy    Policy
 	setup     Setup
+	initial   func(m *jsonrpc.Message) (out []byte, note string)
 	guard     ModeGuard
 	modes     *modeSwitches
 	tracker   *tracker
@@ -282,6 +289,7 @@ func newBroker(opts Options, proc *agentProcess) *broker {
 		agentName:     filepath.Base(opts.AgentArgs[0]),
 		policy:        opts.Policy,
 		setup:         opts.Setup,
+		initial:       opts.Initialize,
 		guard:         opts.Modes,
 		modes:         newModeSwitches(),
 		tracker:       newTracker(),
@@ -394,6 +402,8 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 			if b.agentCancelled(m.Params) {
 				return
 			}
+		case "elicitation/complete":
+			b.elicitationCompleted(m.Params)
 		}
 	}
 	b.relayQueued(frame)
@@ -491,6 +501,15 @@ type outgoing struct {
 // rewrite gives the Setup a session set-up request. It returns what to send
 // the agent, or false when the request was refused and answered.
 func (b *broker) rewrite(m *jsonrpc.Message, frame []byte) (outgoing, bool) {
+	if m.Method == "initialize" && b.initial != nil {
+		out, note := b.initial(m)
+		if out == nil {
+			return outgoing{"editor->agent", frame}, true
+		}
+		b.log.Info("rewrote the editor's initialize", "change", note)
+		b.trace.record("editor->broker", frame, "rewritten: "+note)
+		return outgoing{"broker->agent", out}, true
+	}
 	if b.setup == nil || !SetupMethods[m.Method] {
 		return outgoing{"editor->agent", frame}, true
 	}
@@ -642,7 +661,12 @@ func (b *broker) intercept(frame []byte) {
 	raw := clone(frame)
 	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
+	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{}), completed: make(chan struct{})}
+	if m.Method == "elicitation/create" {
+		if mode, _ := jsonrpc.String(m.Params, "mode"); mode == "url" {
+			c.elicitationID, _ = jsonrpc.String(m.Params, "elicitationId")
+		}
+	}
 	key := m.IDKey()
 	// Only this goroutine adds calls: an id free now is free below.
 	b.mu.Lock()
@@ -694,6 +718,12 @@ func (b *broker) agentCancelled(params json.RawMessage) bool {
 	state, editorID := c.state, c.editorID
 	c.mu.Unlock()
 	switch {
+	case c.Method == "elicitation/create" && state != answered:
+		// A question may be shown in the editor and on channels at once:
+		// the broker answers it, which withdraws it everywhere (the
+		// editor's prompt with $/cancel_request, its late answer dropped).
+		c.RespondError(jsonrpc.CodeRequestCanceled, "request cancelled by the agent")
+		return true
 	case state == forwarded && jsonrpc.IDKey(editorID) != jsonrpc.IDKey(c.ID):
 		b.cancelEditorRequest(editorID)
 		return true
@@ -704,18 +734,40 @@ func (b *broker) agentCancelled(params json.RawMessage) bool {
 	return true
 }
 
+// elicitationCompleted tells the calls of a URL-mode elicitation that the
+// agent completed it (see Call.ElicitationCompleted).
+func (b *broker) elicitationCompleted(params json.RawMessage) {
+	id, ok := jsonrpc.String(params, "elicitationId")
+	if !ok || id == "" {
+		return
+	}
+	b.mu.Lock()
+	var done []*Call
+	for _, c := range b.calls {
+		if c.elicitationID == id {
+			done = append(done, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range done {
+		c.completedOnce.Do(func() { close(c.completed) })
+	}
+}
+
 // settledCall is a call cancelSession answered, to be delivered.
 type settledCall struct {
 	c     *Call
 	prev  callState
 	frame []byte
-	// ofChild marks a call of a subagent's session of the cancelled one.
-	ofChild bool
+	// withdraw marks a call whose editor prompt, if it had one, the
+	// cancel does not answer: a subagent's session's, or a question.
+	withdraw bool
 }
 
 // cancelSession answers every pending permission request of the session
 // with the cancelled outcome, as ACP requires of a client after
-// session/cancel: the ones only the broker holds and the ones the editor
+// session/cancel, and every pending question (elicitation/create) with the
+// cancel action: the ones only the broker holds and the ones the editor
 // was sent alike (the editor's own cancelled answer is then dropped as
 // late), so no answer from a channel, the local socket or a timeout can
 // reach the agent after the cancel. It settles them all in one step and
@@ -724,10 +776,17 @@ type settledCall struct {
 //
 // The cancel reaches the session's subagents' sessions too, and theirs:
 // their work is the parent's turn. The editor may not know to answer their
-// prompts, so those it was sent are withdrawn with $/cancel_request.
+// prompts, nor its questions (ACP asks it to answer only permission
+// requests after a cancel), so those it was sent are withdrawn with
+// $/cancel_request.
 func (b *broker) cancelSession(sessionID string) []settledCall {
 	frame := func(c *Call) []byte {
-		f, _ := jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "cancelled"}})
+		var f []byte
+		if c.Method == "elicitation/create" {
+			f, _ = jsonrpc.NewResult(c.ID, elicitationAction{Action: "cancel"})
+		} else {
+			f, _ = jsonrpc.NewResult(c.ID, permissionOutcome{Outcome: outcome{Outcome: "cancelled"}})
+		}
 		return f
 	}
 	children := b.tracker.descendantsOf(sessionID)
@@ -740,7 +799,7 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 		}
 	}
 	for _, c := range b.calls {
-		if c.Method != "session/request_permission" {
+		if c.Method != "session/request_permission" && c.Method != "elicitation/create" {
 			continue
 		}
 		// A child whose announcement the broker has since dropped (too
@@ -750,7 +809,8 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 			continue
 		}
 		if prev, ok := b.settleLocked(c, true); ok {
-			out = append(out, settledCall{c, prev, frame(c), ofChild && !c.mayBeOf(sessionID)})
+			withdraw := (ofChild && !c.mayBeOf(sessionID)) || c.Method == "elicitation/create"
+			out = append(out, settledCall{c, prev, frame(c), withdraw})
 		}
 	}
 	b.mu.Unlock()
@@ -762,14 +822,15 @@ func (b *broker) cancelSession(sessionID string) []settledCall {
 }
 
 // deliverCancelled sends the agent the answers cancelSession settled. The
-// editor's prompts of the cancelled session are not withdrawn with
-// $/cancel_request: session/cancel itself tells the editor to answer them
-// cancelled, and those answers are dropped as late. Those of its
-// subagents' sessions are, since the cancel does not name them.
+// editor's permission prompts of the cancelled session are not withdrawn
+// with $/cancel_request: session/cancel itself tells the editor to answer
+// them cancelled, and those answers are dropped as late. Those of its
+// subagents' sessions are, since the cancel does not name them, and so are
+// its questions.
 func (b *broker) deliverCancelled(calls []settledCall) {
 	for _, s := range calls {
 		b.sendToAgent(nil, "broker->agent", s.frame)
-		if s.ofChild && s.prev == forwarded {
+		if s.withdraw && s.prev == forwarded {
 			b.cancelEditorRequest(s.c.editorID)
 		}
 	}

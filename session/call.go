@@ -31,6 +31,9 @@ var InterceptedMethods = map[string]bool{
 	"session/request_permission": true,
 	"fs/write_text_file":         true,
 	"terminal/create":            true,
+	// A question the agent asks the human: only a human answers it, and
+	// the Policy routes it as it routes a permission request.
+	"elicitation/create": true,
 }
 
 type callState uint8
@@ -74,11 +77,26 @@ type Call struct {
 
 	sessionCancelled     chan struct{}
 	sessionCancelledOnce sync.Once
+
+	// elicitationID is, for a URL-mode elicitation/create, the
+	// elicitation's id, which elicitation/complete names; completed is
+	// closed when the agent sends that.
+	elicitationID string
+	completed     chan struct{}
+	completedOnce sync.Once
 }
+
+// ElicitationCompleted is closed when the agent sends elicitation/complete
+// naming the call's elicitation (a URL-mode elicitation/create): the
+// out-of-band step it asked for is done, and a prompt still showing it is
+// stale. The call is not answered by it; the notification is relayed to the
+// editor as sent.
+func (c *Call) ElicitationCompleted() <-chan struct{} { return c.completed }
 
 // SessionCancelled is closed when the editor cancels the call's session
 // with session/cancel. The broker has then already answered a permission
-// request cancelled, whoever else was asked: the call's Context ends (its
+// request cancelled, and a question with the cancel action, whoever else
+// was asked: the call's Context ends (its
 // cause is ErrSessionCancelled) before the editor's next message is read,
 // so no answer from anywhere else can reach the agent after the cancel.
 func (c *Call) SessionCancelled() <-chan struct{} { return c.sessionCancelled }
@@ -198,6 +216,10 @@ func (c *Call) respond(result any, won func()) bool {
 	return c.answer(frame, won)
 }
 
+// RespondAs is Respond for one of several answerers racing, with a won
+// hook as SelectOptionAs.
+func (c *Call) RespondAs(result any, won func()) bool { return c.respond(result, won) }
+
 // RespondError answers the agent with a JSON-RPC error.
 func (c *Call) RespondError(code int64, message string) bool {
 	return c.answer(jsonrpc.NewError(c.ID, code, message), nil)
@@ -226,6 +248,11 @@ func (c *Call) RespondCancelledAs(won func()) bool {
 
 type permissionOutcome struct {
 	Outcome outcome `json:"outcome"`
+}
+
+// elicitationAction is an elicitation/create result without content.
+type elicitationAction struct {
+	Action string `json:"action"`
 }
 
 type outcome struct {

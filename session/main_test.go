@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
 // The tests run the broker in this process against a real agent subprocess:
@@ -70,6 +72,12 @@ type harness struct {
 
 func startBroker(t *testing.T, policy Policy) *harness {
 	t.Helper()
+	return startBrokerWith(t, policy, nil)
+}
+
+// startBrokerWith is startBroker with an Options.Initialize hook.
+func startBrokerWith(t *testing.T, policy Policy, initialize func(m *jsonrpc.Message) ([]byte, string)) *harness {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +109,7 @@ func startBroker(t *testing.T, policy Policy) *harness {
 			ShutdownGrace: 2 * time.Second,
 			KillGrace:     time.Second,
 			Policy:        policy,
+			Initialize:    initialize,
 		})
 		if err != nil {
 			t.Errorf("Run: %v", err)

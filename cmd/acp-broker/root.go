@@ -339,6 +339,7 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		KillGrace:      opts.killGrace,
 		Policy:         engine,
 		Setup:          hub,
+		Initialize:     engine.RewriteInitialize,
 		Started:        engine.Started,
 		Modes:          engine,
 	})

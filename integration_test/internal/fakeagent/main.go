@@ -42,7 +42,8 @@
 // arguments and probe env and a prompt on stdout, reads one line from stdin, prints what it
 // read and exits with -login-exit.
 //
-// With -local-answer '{"socket","id","digest","optionId"}' it is instead a
+// With -local-answer '{"socket","id","digest","optionId"}' (or, for a
+// question, "action" and "content" in place of "optionId") it is instead a
 // bare client of a broker's local answer socket, as a hostile agent that
 // computed a prompt's digest itself would write: it sends one answer, prints
 // the response and exits 0 if the broker took it, else 1.
@@ -369,6 +370,9 @@ func answerLocally(spec string) int {
 		ID       string `json:"id"`
 		Digest   string `json:"digest"`
 		OptionID string `json:"optionId"`
+		// Action and Content answer a question.
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal([]byte(spec), &a); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -380,7 +384,11 @@ func answerLocally(spec string) int {
 		return 2
 	}
 	defer conn.Close()
-	req, _ := json.Marshal(map[string]string{"op": "answer", "id": a.ID, "digest": a.Digest, "optionId": a.OptionID})
+	answer := map[string]any{"op": "answer", "id": a.ID, "digest": a.Digest, "optionId": a.OptionID}
+	if a.Action != "" {
+		answer = map[string]any{"op": "answer", "id": a.ID, "digest": a.Digest, "action": a.Action, "content": a.Content}
+	}
+	req, _ := json.Marshal(answer)
 	if _, err := conn.Write(append(req, '\n')); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
