@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,12 @@ type decider struct {
 	explainOff  string // the whole conversation is not cross-checked, and why
 	skipNext    string // the next request is not cross-checked, and why
 	explained   int
+
+	// tell is the [ask] tell of the --config file ("denials" unless it
+	// says otherwise): which of the broker's own answers decided expects
+	// the broker to tell the editor of, first; told holds those lines.
+	tell string
+	told []string
 }
 
 type deciderOptions struct {
@@ -141,6 +148,10 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 		}
 	}
 	args := []string{"--log-level", "warn", "--audit", d.audit}
+	d.tell = "denials"
+	if m := tellSetting.FindStringSubmatch(o.rules); m != nil {
+		d.tell = m[1]
+	}
 	if o.rules != "" {
 		d.config = filepath.Join(root, "rules.toml")
 		writeFileAtomic(t, d.config, o.rules)
@@ -275,16 +286,29 @@ func selected(id, optionID string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":%s}}}`, id, opt)
 }
 
+// tellSetting finds the [ask] tell of a rule file.
+var tellSetting = regexp.MustCompile(`(?m)^tell\s*=\s*"(\w+)"`)
+
 // decided requires the broker to answer the (expanded) request itself with
-// optionID, byte for byte, and the editor never to see the request; and the
-// dry run to decide it the same (see explainAgrees).
+// optionID, byte for byte, and the editor never to see the request, only,
+// where [ask] tell says so, the broker telling it what it answered (kept in
+// told); and the dry run to decide it the same (see explainAgrees).
 func (d *decider) decided(req, optionID string) {
 	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
 	before := d.sentSoFar()
 	d.AgentSend(req, mark)
-	defer d.explainAgrees(req, before, decisionOfOption(req, optionID), optionID)
+	decision := decisionOfOption(req, optionID)
+	defer d.explainAgrees(req, before, decision, optionID)
+	if d.tell == "all" || (d.tell == "denials" && decision == "deny") {
+		verb := map[string]string{"allow": "allowed", "deny": "denied"}[decision]
+		got := d.EditorRecv()
+		if title, _ := toldTitle(got); !strings.HasPrefix(title, "acp-broker "+verb+": ") {
+			d.t.Fatalf("editor received\n  %s\nwant the broker telling it that it %s the request, then the marker", clip(got), verb)
+		}
+		d.told = append(d.told, got)
+	}
 	// The editor gets either the request (forwarded) or only the marker.
 	if got := d.EditorRecv(); got != mark {
 		if got == req {

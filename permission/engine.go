@@ -102,6 +102,9 @@ type permissionParams struct {
 	// Title is an ACP v2 request's own title for the prompt: shown to
 	// the human where the tool call has none, never judged.
 	Title string
+	// lookalike is set when the request only looks like a permission
+	// (see lookalikeOf): the human's answer goes to the agent as chosen.
+	lookalike bool
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {
@@ -152,7 +155,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
 	fillVerdict(&rec, ev.Verdict)
 	if ev.Decision == rules.Ask {
-		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, e.rememberer(c.Session, req, p.Remember, currentRequest(c, e.context(c.Session, mode))))
+		var remember rememberFunc
+		if !ev.Lookalike {
+			// An answer to a question or a plan is not a rule for the
+			// next request that looks the same.
+			remember = e.rememberer(c.Session, req, p.Remember, currentRequest(c, e.context(c.Session, mode)))
+		}
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, remember)
 		return
 	}
 	opt := ev.Option
@@ -172,6 +181,8 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	// so before the answer; a terminal or a write comes on this one, once
 	// Intercept returns, so after it, off the answer's latency (noting a
 	// command resolves its directory's links).
+	// The user is told before the agent is answered (see tell).
+	e.tell(rec)
 	covers := ev.Decision == rules.Allow
 	if covers && req.MCP != nil {
 		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)

@@ -575,17 +575,11 @@ func (b *broker) relayQueuedAs(dir string, frame []byte) {
 // notice where the editor advertised session.notices, else an agent
 // message.
 func (b *broker) tellUser(sessionID string, warning bool, title, description string) {
-	var update any
-	if b.tracker.clientSupportsNotices() {
-		severity := "info"
-		if warning {
-			severity = "warning"
-		}
-		update = map[string]string{"sessionUpdate": "notice", "severity": severity, "title": title, "description": description}
-	} else {
-		update = map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": title + ": " + description + "\n"}}
+	severity := "info"
+	if warning {
+		severity = "warning"
 	}
-	frame, err := jsonrpc.NewNotification("session/update", map[string]any{"sessionId": sessionID, "update": update})
+	frame, err := b.userMessage(sessionID, severity, title, description, title+": "+description+"\n")
 	if err != nil {
 		return
 	}
