@@ -875,6 +875,7 @@ func TestDecideOrderAndIDs(t *testing.T) {
 	d.EditorExpect(n1)
 	d.EditorExpect(n2)
 	d.EditorExpect(asked)
+	d.EditorTold("denied")
 	d.EditorExpect(n3)
 	d.AgentExpect(selected(`"x-\u00e9"`, "ok"))
 	d.AgentExpect(selected(`1.5e3`, "no"))

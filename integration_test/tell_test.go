@@ -53,6 +53,26 @@ func toldTitle(line string) (title, description string) {
 	return "", ""
 }
 
+// isTold reports whether a line the editor got is the broker telling it of
+// an answer it gave itself.
+func isTold(line string) bool {
+	title, _ := toldTitle(line)
+	return strings.HasPrefix(title, "acp-broker allowed: ") || strings.HasPrefix(title, "acp-broker denied: ")
+}
+
+// EditorTold requires the editor's next line to be the broker telling it
+// that it answered a request itself with verb ("allowed" or "denied"), and
+// returns the title and description.
+func (s *session) EditorTold(verb string) (title, description string) {
+	s.t.Helper()
+	line := s.EditorRecv()
+	title, description = toldTitle(line)
+	if !strings.HasPrefix(title, "acp-broker "+verb+": ") {
+		s.t.Fatalf("editor received\n  %s\nwant the broker telling it that it %s a request", clip(line), verb)
+	}
+	return title, description
+}
+
 // ruleAt is where a rule of decideRules is, as the broker names it:
 // the config file and the line of its [[rule]] header.
 func (d *decider) ruleAt(t *testing.T, id string) string {
@@ -89,19 +109,22 @@ func refusedUpdate(toolCallID string) string {
 // as it was sent.
 func TestTellDenyByRuleBeforeTheAgentsUpdate(t *testing.T) {
 	t.Parallel()
+	const toolCall = `{"toolCallId":"toolu_1","kind":"execute","title":"git push --force origin main","rawInput":{"command":"git push --force origin main"}}`
+	v1 := permission(`"d1"`, toolCall, claudeNewOptions)
 	for _, c := range []struct {
-		name, init string
-		notice     bool
+		name, init, req string
+		notice          bool
 	}{
-		{"notice", noticesInit, true},
-		{"agent_message", `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}`, false},
-		{"no_initialize", "", false},
+		{"notice", noticesInit, v1, true},
+		{"agent_message", `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}`, v1, false},
+		{"no_initialize", "", v1, false},
+		// Every ACP v2 editor takes notices.
+		{"acp_v2", v2Init, v2Permission(`"d1"`, `"git push --force origin main"`, `{"type":"tool_call","toolCall":`+toolCall+`}`, claudeNewOptions), true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			d := startDecider(t, deciderOptions{rules: decideRules, initialize: c.init})
-			req := permission(`"d1"`, `{"toolCallId":"toolu_1","kind":"execute","title":"git push --force origin main","rawInput":{"command":"git push --force origin main"}}`, claudeNewOptions)
-			d.AgentSend(req)
+			d.AgentSend(c.req)
 			d.AgentExpect(selected(`"d1"`, "reject"))
 			d.AgentSend(refusedUpdate("toolu_1"))
 			told := d.EditorRecv()
