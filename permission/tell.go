@@ -37,7 +37,8 @@ func (e *Engine) tell(rec Record) {
 		return
 	}
 	ed := e.editorHandle()
-	if ed == nil {
+	if ed == nil || !ed.Session(rec.Session).Known() {
+		// A session the editor did not open has nowhere to show it.
 		return
 	}
 	verb, severity := "allowed", "info"
