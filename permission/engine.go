@@ -176,13 +176,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		e.ask(c, params, req, rec, start, "audit log", "the broker allowed this but cannot write the audit log ("+err.Error()+"), so a human decides", nil)
 		return
 	}
+	// The user is told before the agent is answered (see tell).
+	e.tell(rec)
 	// What the allow covers next (see approvals) is noted before the agent
 	// can act on it: an MCP call reaches the broker on another goroutine,
 	// so before the answer; a terminal or a write comes on this one, once
 	// Intercept returns, so after it, off the answer's latency (noting a
 	// command resolves its directory's links).
-	// The user is told before the agent is answered (see tell).
-	e.tell(rec)
 	covers := ev.Decision == rules.Allow
 	if covers && req.MCP != nil {
 		e.approved.noteRequest(c.Session.ID, req, mcpArguments(c, params), true)

@@ -572,8 +572,8 @@ func (b *broker) relayQueuedAs(dir string, frame []byte) {
 }
 
 // tellUser shows the user what the broker did to a session's mode: a
-// notice where the editor advertised session.notices, else an agent
-// message.
+// notice where the editor takes notices, else an agent message (see
+// userMessage).
 func (b *broker) tellUser(sessionID string, warning bool, title, description string) {
 	severity := "info"
 	if warning {
