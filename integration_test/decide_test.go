@@ -301,16 +301,26 @@ func (d *decider) decided(req, optionID string) {
 	d.AgentSend(req, mark)
 	decision := decisionOfOption(req, optionID)
 	defer d.explainAgrees(req, before, decision, optionID)
-	if d.tell == "all" || (d.tell == "denials" && decision == "deny") {
-		verb := map[string]string{"allow": "allowed", "deny": "denied"}[decision]
-		got := d.EditorRecv()
-		if title, _ := toldTitle(got); !strings.HasPrefix(title, "acp-broker "+verb+": ") {
-			d.t.Fatalf("editor received\n  %s\nwant the broker telling it that it %s the request, then the marker", clip(got), verb)
+	// In sess_1 the broker tells what [ask] tell says; in a session the
+	// editor did not open it cannot, in a subagent's it may.
+	verb := map[string]string{"allow": "allowed", "deny": "denied"}[decision]
+	tells := d.tell == "all" || (d.tell == "denials" && decision == "deny")
+	var m struct {
+		Params struct{ SessionID string } `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(req), &m)
+	got := d.EditorRecv()
+	if title, _ := toldTitle(got); isTold(got) {
+		if !tells || !strings.HasPrefix(title, "acp-broker "+verb+": ") {
+			d.t.Fatalf("the broker told the editor\n  %s\nof a request it %s with [ask] tell = %q", clip(got), verb, d.tell)
 		}
 		d.told = append(d.told, got)
+		got = d.EditorRecv()
+	} else if tells && m.Params.SessionID == "sess_1" {
+		d.t.Fatalf("editor received\n  %s\nwant the broker telling it that it %s the request, then the marker", clip(got), verb)
 	}
 	// The editor gets either the request (forwarded) or only the marker.
-	if got := d.EditorRecv(); got != mark {
+	if got != mark {
 		if got == req {
 			d.t.Fatalf("the broker forwarded the request to the editor instead of answering %q itself", optionID)
 		}
