@@ -22,8 +22,9 @@ func (e *Editor) Tell(sessionID, severity, title, description string) error {
 
 // userMessage is the session/update that shows the user a message of the
 // broker's own: a notice where the editor advertised
-// clientCapabilities.session.notices or speaks ACP v2 (where every client
-// takes notices), else an agent message chunk of text.
+// clientCapabilities.session.notices or speaks ACP v2 (whose schema needs
+// no capability for notices, and a message id for every chunk), else an
+// agent message chunk of text.
 func (b *broker) userMessage(sessionID, severity, title, description, text string) ([]byte, error) {
 	var update any
 	if b.tracker.clientSupportsNotices() || b.tracker.protocolVersion() >= 2 {
