@@ -248,7 +248,9 @@ func TestModeConfigOptionSwitched(t *testing.T) {
 			d.AgentSend(update, `{"jsonrpc":"2.0","id":`+id+`,"result":{"configOptions":[{"id":"mode","name":"Mode","category":"mode","type":"select","currentValue":"workspace-write","options":[]}]}}`)
 			d.EditorExpect(response)
 			expectShown(d, "sess_1", "workspace-write")
-			expectTold(d, false, false)
+			// ACP v2 needs no capability for notices (and a v2 message
+			// chunk needs a messageId): a v2 editor gets a notice.
+			expectTold(d, v == 2, false)
 			d.EditorExpect(update)
 			d.decided(permission("1", bashGitStatus, claudeNewOptions), "allow-once")
 			d.finish()

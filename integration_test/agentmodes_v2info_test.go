@@ -25,7 +25,7 @@ func TestModeSwitchKnowsV2Agents(t *testing.T) {
 	d.AgentSend(update, `{"jsonrpc":"2.0","id":`+id+`,"result":{`+options+`}}`)
 	d.EditorExpect(response)
 	expectShown(d, "sess_1", "default")
-	expectTold(d, false, false)
+	expectTold(d, true, false) // a v2 editor takes notices without a capability
 	d.EditorExpect(update)
 	d.finish()
 }

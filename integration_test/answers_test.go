@@ -326,6 +326,7 @@ func TestOneAnswer(t *testing.T) {
 		s.EditorSend(allowOnce)
 		resume()
 		s.AgentExpect(rejectOnce)
+		s.EditorTold("denied")
 		s.EditorExpect(withdrawal)
 		noMoreForTheAgent(t, s)
 		s.Finish()

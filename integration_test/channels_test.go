@@ -141,6 +141,7 @@ func TestEscalationAndTimeout(t *testing.T) {
 	timeout, _ := channelBroker(t, "[ask]\ntimeout = \"300ms\"\n")
 	timeout.AgentToEditor(testPermission(2, "make build"))
 	timeout.AgentExpect(`{"jsonrpc":"2.0","id":2,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
+	timeout.EditorTold("denied")
 	timeout.EditorExpect(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`)
 	timeout.Finish()
 }

@@ -60,7 +60,8 @@ func codexNetwork(id, command, host string) string {
 // TestDecideCodex2Options: the broker answers an allow with the allow_once
 // option and never with an option that reaches further (whatever its kind,
 // where the option says so), and a deny with "decline" (the turn goes on, the
-// model is told the command was not run) where it is offered, else "cancel"
+// model is told the command was not run) where it is offered, in whichever
+// order, else "cancel"
 // (2.6.0 with Codex 0.166 offers no decline: the turn ends).
 func TestDecideCodex2Options(t *testing.T) {
 	t.Parallel()
@@ -87,6 +88,13 @@ func TestDecideCodex2Options(t *testing.T) {
 		{
 			name:   "denied_with_the_default_list_gets_decline",
 			req:    permission(`"c4"`, codexCommand("4", "npm install left-pad"), codex2Options("npm install", true)),
+			option: "decline",
+		},
+		{
+			// Whichever order availableDecisions gives them in: decline
+			// keeps the turn going, cancel ends it.
+			name:   "denied_with_cancel_listed_before_decline_gets_decline",
+			req:    permission(`"c4b"`, codexCommand("4b", "npm install left-pad"), "["+strings.Join([]string{codexAllowOnce, codexAllowForSession, codexAmendment("npm install"), codexCancel, codexDecline}, ",")+"]"),
 			option: "decline",
 		},
 		{

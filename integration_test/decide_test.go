@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +90,12 @@ type decider struct {
 	explainOff  string // the whole conversation is not cross-checked, and why
 	skipNext    string // the next request is not cross-checked, and why
 	explained   int
+
+	// tell is the [ask] tell of the --config file ("denials" unless it
+	// says otherwise): which of the broker's own answers decided expects
+	// the broker to tell the editor of, first; told holds those lines.
+	tell string
+	told []string
 }
 
 type deciderOptions struct {
@@ -142,6 +149,10 @@ func startDecider(t *testing.T, o deciderOptions) *decider {
 		}
 	}
 	args := []string{"--log-level", "warn", "--audit", d.audit}
+	d.tell = "denials"
+	if m := tellSetting.FindStringSubmatch(o.rules); m != nil {
+		d.tell = m[1]
+	}
 	if o.rules != "" {
 		d.config = filepath.Join(root, "rules.toml")
 		writeFileAtomic(t, d.config, o.rules)
@@ -276,18 +287,41 @@ func selected(id, optionID string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":%s}}}`, id, opt)
 }
 
+// tellSetting finds the [ask] tell of a rule file.
+var tellSetting = regexp.MustCompile(`(?m)^tell\s*=\s*"(\w+)"`)
+
 // decided requires the broker to answer the (expanded) request itself with
-// optionID, byte for byte, and the editor never to see the request; and the
-// dry run to decide it the same (see explainAgrees).
+// optionID, byte for byte, and the editor never to see the request, only,
+// where [ask] tell says so, the broker telling it what it answered (kept in
+// told); and the dry run to decide it the same (see explainAgrees).
 func (d *decider) decided(req, optionID string) {
 	d.t.Helper()
 	req = d.expand(req)
 	mark := d.marker()
 	before := d.sentSoFar()
 	d.AgentSend(req, mark)
-	defer d.explainAgrees(req, before, decisionOfOption(req, optionID), optionID)
+	decision := decisionOfOption(req, optionID)
+	defer d.explainAgrees(req, before, decision, optionID)
+	// In sess_1 the broker tells what [ask] tell says; in a session the
+	// editor did not open it cannot, in a subagent's it may.
+	verb := map[string]string{"allow": "allowed", "deny": "denied"}[decision]
+	tells := d.tell == "all" || (d.tell == "denials" && decision == "deny")
+	var m struct {
+		Params struct{ SessionID string } `json:"params"`
+	}
+	_ = json.Unmarshal([]byte(req), &m)
+	got := d.EditorRecv()
+	if title, _ := toldTitle(got); isTold(got) {
+		if !tells || !strings.HasPrefix(title, "acp-broker "+verb+": ") {
+			d.t.Fatalf("the broker told the editor\n  %s\nof a request it %s with [ask] tell = %q", clip(got), verb, d.tell)
+		}
+		d.told = append(d.told, got)
+		got = d.EditorRecv()
+	} else if tells && m.Params.SessionID == "sess_1" {
+		d.t.Fatalf("editor received\n  %s\nwant the broker telling it that it %s the request, then the marker", clip(got), verb)
+	}
 	// The editor gets either the request (forwarded) or only the marker.
-	if got := d.EditorRecv(); got != mark {
+	if got != mark {
 		if got == req {
 			d.t.Fatalf("the broker forwarded the request to the editor instead of answering %q itself", optionID)
 		}
@@ -858,6 +892,7 @@ func TestDecideOrderAndIDs(t *testing.T) {
 	d.EditorExpect(n1)
 	d.EditorExpect(n2)
 	d.EditorExpect(asked)
+	d.EditorTold("denied")
 	d.EditorExpect(n3)
 	d.AgentExpect(selected(`"x-\u00e9"`, "ok"))
 	d.AgentExpect(selected(`1.5e3`, "no"))

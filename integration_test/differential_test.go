@@ -257,7 +257,13 @@ func runDifferential(t *testing.T, d *decider, trace string, corpus []diffReques
 		o := &diffOutcome{req: r, params: params, trace: snapshot}
 		mark = d.marker()
 		d.AgentSend(req, mark)
-		switch got := d.EditorRecv(); got {
+		// A deny the broker gives itself is told to the editor first.
+		got := d.EditorRecv()
+		told := isTold(got)
+		if told {
+			got = d.EditorRecv()
+		}
+		switch got {
 		case mark:
 			resp := decode(t, d.AgentRecv())
 			if resp.Error != nil {
@@ -269,6 +275,13 @@ func runDifferential(t *testing.T, d *decider, trace string, corpus []diffReques
 			}
 			_ = json.Unmarshal(resp.Result, &res)
 			o.live = decisionOfOption(req, res.Outcome.OptionID) + " " + res.Outcome.OptionID
+			// Only denies are told, and every one in the session the
+			// editor opened (a child session is told only once the
+			// editor knows it; one it did not open has nowhere to show it).
+			deny := strings.HasPrefix(o.live, "deny ")
+			if (told && !deny) || (deny && !told && strings.Contains(params, `"sessionId":"sess_1"`)) {
+				t.Errorf("%s: answered %s, and the editor was told of it: %v", r.name, o.live, told)
+			}
 		case req:
 			o.live = "ask"
 			d.EditorExpect(mark)

@@ -965,6 +965,7 @@ func TestMCPAskGoesWhereTheRouteSays(t *testing.T) {
 		}
 		d.EditorRecv() // the held call shown
 		req := decode(t, d.EditorRecv())
+		d.EditorTold("denied")
 		if withdrawn := d.EditorRecv(); !strings.Contains(withdrawn, `"$/cancel_request"`) || !strings.Contains(withdrawn, string(req.ID)) {
 			t.Errorf("the editor's prompt was not withdrawn: %s", clip(withdrawn))
 		}

@@ -689,6 +689,36 @@ func TestRealClaudeDeniedCommandRefused(t *testing.T) {
 	c.finish()
 }
 
+// TestRealClaudeDenyIsToldFirst: Claude Code reports a broker deny as
+// refused by the user; the editor that takes notices is told by the broker,
+// with the rule and its reason, before Claude's own update of the refused
+// tool call.
+func TestRealClaudeDenyIsToldFirst(t *testing.T) {
+	c := startRealClaude(t, realClaudeOptions{rules: touchDenied, convs: []anthropicapi.Conversation{bash("MARKER-TELL", "touch claude-marker.txt")}})
+	prompt := c.start(map[string]any{"session": map[string]any{"notices": map[string]any{}}}, "MARKER-TELL: make the marker")
+	c.brokerAnswered(json.RawMessage("0"), "reject")
+	if stop := c.awaitTurnEnd(prompt); stop != "end_turn" {
+		t.Errorf("stop reason %q, want end_turn", stop)
+	}
+	told, refused := -1, -1
+	for i, l := range toStrings(c.out.all()) {
+		if title, description := toldTitle(l); isTold(l) && told < 0 {
+			told = i
+			if title != "acp-broker denied: touch claude-marker.txt" || !strings.HasPrefix(description, "rule no-touch (") || !strings.HasSuffix(description, "): the tests make no markers") {
+				t.Errorf("the editor was told %q, %q", title, description)
+			}
+		}
+		if refused < 0 && strings.Contains(l, `"tool_call_update"`) && strings.Contains(l, firstToolUse) && strings.Contains(l, `"failed"`) {
+			refused = i
+		}
+	}
+	if told < 0 || refused < 0 || told > refused {
+		t.Errorf("the broker's notice is line %d, Claude's update of the refused tool call line %d: want the notice first", told, refused)
+	}
+	requireNoFile(t, filepath.Join(c.cwd, "claude-marker.txt"))
+	c.finish()
+}
+
 // TestRealClaudeAskedCommand: a command no rule speaks for goes to the
 // editor unchanged, and the editor's answer goes back unchanged and counts.
 func TestRealClaudeAskedCommand(t *testing.T) {

@@ -119,6 +119,7 @@ func TestRememberedAllowDoesNotOverrideWrittenRules(t *testing.T) {
 	// Remembered "git push *" stands below the written deny.
 	first.AgentSend(testPermission(5, "git push --force origin main"))
 	first.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"outcome":{"outcome":"selected","optionId":"reject"}}}`)
+	first.EditorTold("denied")
 	// And applies where nothing written speaks.
 	first.AgentSend(testPermission(6, "git push origin feature"))
 	first.AgentExpect(`{"jsonrpc":"2.0","id":6,"result":{"outcome":{"outcome":"selected","optionId":"allow-once"}}}`)

@@ -121,13 +121,20 @@ type Channel interface {
 type Outcome struct {
 	By       string // "editor", a channel's name, "timeout", "cancel"
 	Decision string // "allow", "deny", "cancelled"
+	// Reason, when the broker answered itself, says why in one line of the
+	// broker's own words: "nobody answered within 5m".
+	Reason string
 }
 
 func (o *Outcome) Error() string {
-	if o.Decision == "" {
-		return "answered by " + o.By
+	s := "answered by " + o.By
+	if o.Decision != "" {
+		s = fmt.Sprintf("answered %s by %s", o.Decision, o.By)
 	}
-	return fmt.Sprintf("answered %s by %s", o.Decision, o.By)
+	if o.Reason != "" {
+		s += ": " + o.Reason
+	}
+	return s
 }
 
 // ErrNoAnswer is what a channel returns when it got no usable answer.

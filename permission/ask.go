@@ -28,7 +28,11 @@ type Asker struct {
 	// editor has not answered by then.
 	EscalateAfter time.Duration
 	// Timeout rejects a request nobody answered by then.
-	Timeout  time.Duration
+	Timeout time.Duration
+	// Tell says which of the broker's own answers the user is told of in
+	// the session (rules.TellDenials, TellAll, TellOff; "" for the
+	// default, TellDenials).
+	Tell     string
 	Channels []Channel
 	// Local, if not nil, lists every open request for `acp-broker pending`
 	// and takes answers from `acp-broker answer`, whatever the route.
@@ -133,7 +137,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		if own || !ok {
 			return r.Option
 		}
-		sent, agentRemembers := sentFor(params.Options, chosen, req.Kind)
+		kind := req.Kind
+		if params.lookalike {
+			// A question's or a plan's answer is the human's, as chosen.
+			kind = "switch_mode"
+		}
+		sent, agentRemembers := sentFor(params.Options, chosen, kind)
 		if agentRemembers != "" {
 			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", chosen.OptionID, "why", agentRemembers)
 			r.AgentRemembers = agentRemembers
@@ -196,11 +205,14 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	}
 	q.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
 		opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
-		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny)})
+		why := "nobody answered within " + shortDuration(a.Timeout)
+		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny), Reason: why})
 		if ok {
-			r.Decision, r.Source, r.Option, r.OptionKd = string(rules.Deny), "timeout", opt.OptionID, opt.Kind
-			r.Reason = fmt.Sprintf("nobody answered within %v", a.Timeout)
-			c.SelectOptionAs(opt.OptionID, func() { win(r, opt.Kind) })
+			r.Decision, r.Source, r.Option, r.OptionKd, r.Reason = string(rules.Deny), "timeout", opt.OptionID, opt.Kind, why
+			c.SelectOptionAs(opt.OptionID, func() {
+				win(r, opt.Kind)
+				e.tell(r)
+			})
 		}
 	}
 	e.route(q)
@@ -480,6 +492,9 @@ func (e *Engine) prompt(a *Asker, c held, params permissionParams, req *rules.Re
 			// words that say otherwise. (The broker's own prompts say it
 			// in the name already.)
 			opt.Remembers = alwaysCovers(req, o)
+			if params.lookalike {
+				opt.Remembers = "nothing (the answer to a question, a plan or a mode switch is never remembered)"
+			}
 			if !own {
 				opt.Name += " (the broker remembers: " + opt.Remembers + ")"
 			}

@@ -5,9 +5,12 @@
 // or an allowed permission request of the agent covers them, and are asked
 // with the broker's own prompt otherwise. It keeps the rules fresh as their
 // files change, routes what they leave open to the editor and the notify channels (first
-// answer wins), remembers "always" answers, and writes the audit log. The
-// agent's questions (elicitation/create) take the same routes, and only a
-// human answers them: no rule, mode or remembered answer does.
+// answer wins), remembers "always" answers, tells the editor why when it
+// answers a request itself, and writes the audit log. The agent's questions
+// (elicitation/create) take the same routes, and only a human answers them:
+// no rule, mode or remembered answer does; nor does anything answer the
+// requests that only look like permissions (questions, plan reviews, mode
+// switches) but a human.
 //
 // It plugs into the relay through session.Policy and decides on the merged
 // tool-call view that package session keeps; it never reads or writes the

@@ -109,6 +109,9 @@ type permissionParams struct {
 	// Title is an ACP v2 request's own title for the prompt: shown to
 	// the human where the tool call has none, never judged.
 	Title string
+	// lookalike is set when the request only looks like a permission
+	// (see lookalikeOf): the human's answer goes to the agent as chosen.
+	lookalike bool
 }
 
 func (e *Engine) context(info session.Info, mode string) rules.Context {
@@ -159,7 +162,13 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
 	fillVerdict(&rec, ev.Verdict)
 	if ev.Decision == rules.Ask {
-		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, e.rememberer(c.Session, req, p.Remember, currentRequest(c, e.context(c.Session, mode))))
+		var remember rememberFunc
+		if !ev.Lookalike {
+			// An answer to a question or a plan is not a rule for the
+			// next request that looks the same.
+			remember = e.rememberer(c.Session, req, p.Remember, currentRequest(c, e.context(c.Session, mode)))
+		}
+		e.ask(c, params, req, rec, start, ev.Source, ev.Reason, remember)
 		return
 	}
 	opt := ev.Option
@@ -174,6 +183,8 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		e.ask(c, params, req, rec, start, "audit log", "the broker allowed this but cannot write the audit log ("+err.Error()+"), so a human decides", nil)
 		return
 	}
+	// The user is told before the agent is answered (see tell).
+	e.tell(rec)
 	// What the allow covers next (see approvals) is noted before the agent
 	// can act on it: an MCP call reaches the broker on another goroutine,
 	// so before the answer; a terminal or a write comes on this one, once

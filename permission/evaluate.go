@@ -49,6 +49,10 @@ type Evaluation struct {
 	// NoOption, when the rules decided but the request offers no option
 	// of that kind, says which kind is missing.
 	NoOption string
+	// Lookalike is set when the request only looks like a permission (a
+	// question, a plan review, a mode switch: see lookalikeOf), which only
+	// a human answers and whose answer is never remembered.
+	Lookalike bool
 
 	params permissionParams
 }
@@ -113,6 +117,14 @@ func Evaluate(in Inputs) Evaluation {
 			announced.Reason = strings.TrimPrefix(announced.Reason+"; ", "; ") + "what the agent announced is denied, and " + in.ToolCall.Disagreements[0]
 			ev.Verdict = announced
 		}
+	}
+	if source, reason := lookalikeOf(params, req); source != "" {
+		// Not a permission at all (see lookalikeOf): whatever the rules,
+		// the remembered answers, the defaults and the mode said, a human
+		// answers it.
+		ev.Verdict.Decision, ev.Verdict.Source, ev.Verdict.Rule, ev.Verdict.Reason = rules.Ask, source, nil, reason
+		ev.Lookalike = true
+		ev.params.lookalike = true
 	}
 	ev.Decision, ev.Source, ev.Reason = ev.Verdict.Decision, ev.Verdict.Source, ev.Verdict.Reason
 	var want []string

@@ -227,10 +227,19 @@ func answersOnlyThis(o option) bool {
 
 // pickFor returns the option the broker answers with when it decides: for
 // an allow, the first allow_once option that answers this request only; for
-// a deny, the first reject option (of the wanted kinds, in order) that goes
-// no further than the request, else the first reject option at all, since
-// refusing for longer refuses at least this.
+// a deny, the reject_once option that answers this request only and lets the
+// agent go on with something else (see keepsTurn), else the first reject
+// option (of the wanted kinds, in order) that goes no further than the
+// request, else the first reject option at all, since refusing for longer
+// refuses at least this.
 func pickFor(options []option, kinds []string) (option, bool) {
+	if len(kinds) > 0 && kinds[0] == "reject_once" {
+		for _, o := range options {
+			if o.Kind == "reject_once" && answersOnlyThis(o) && keepsTurn(o) {
+				return o, true
+			}
+		}
+	}
 	for _, k := range kinds {
 		for _, o := range options {
 			if o.Kind == k && answersOnlyThis(o) {
@@ -346,4 +355,49 @@ func hostEntries(req *rules.Request, decision rules.Decision) ([]rules.Entry, st
 		return nil, "the option is for a host, and the request names none"
 	}
 	return out, ""
+}
+
+// turnKeepingRejects are the reject_once option ids with which an agent
+// says the turn goes on without the tool call: codex-acp 2.x's "decline"
+// ("No, continue without running it", where "cancel", "No, and tell Codex
+// what to do differently", ends the turn), and the Rust codex-acp's
+// "denied" (where "abort" stops it). codex-acp's fallback for an MCP
+// question offers "decline" too ("Decline this request and continue.",
+// where "cancel" cancels it).
+var turnKeepingRejects = map[string]bool{"decline": true, "denied": true}
+
+// keepsTurn reports whether a reject option says the agent goes on with
+// something else rather than ending its turn: by its id (see
+// turnKeepingRejects), or by its name or its _meta.permission.description
+// saying it continues. A refusal is a refusal whichever is chosen, so the
+// agent's words can only choose among its own rejects.
+func keepsTurn(o option) bool {
+	if turnKeepingRejects[o.OptionID] {
+		return true
+	}
+	for _, words := range []string{o.Name, optionDescription(o.Meta)} {
+		w := strings.ToLower(words)
+		if strings.Contains(w, "continue") && !strings.Contains(w, "not continue") && !strings.Contains(w, "n't continue") && !strings.Contains(w, "stop") {
+			return true
+		}
+	}
+	return false
+}
+
+// optionDescription is an option's _meta.permission.description (codex-acp
+// sends one to JetBrains AIR), or "".
+func optionDescription(meta json.RawMessage) string {
+	if len(meta) == 0 {
+		return ""
+	}
+	m, err := jsonrpc.ExactMembers(meta, "permission")
+	if err != nil {
+		return ""
+	}
+	p, err := jsonrpc.ExactMembers(m["permission"], "description")
+	if err != nil {
+		return ""
+	}
+	d, _ := stringOf(p["description"])
+	return d
 }

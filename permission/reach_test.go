@@ -67,3 +67,48 @@ func TestExecPolicyPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestPickForRejectKeepsTheTurn: a broker deny answers with the reject that
+// lets the agent go on with something else, on the option lists the real
+// adapters send, in whichever order they come; never with one whose _meta
+// says it writes a rule; else with the first reject_once.
+func TestPickForRejectKeepsTheTurn(t *testing.T) {
+	read := func(list string) []option {
+		t.Helper()
+		p, err := readPermissionParams(json.RawMessage(`{"toolCall":{"toolCallId":"t"},"options":` + list + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Options
+	}
+	const (
+		codexAllowOnce = `{"optionId":"allow_once","name":"Yes, proceed","kind":"allow_once"}`
+		codexDecline   = `{"optionId":"decline","name":"No, continue without running it","kind":"reject_once"}`
+		codexCancel    = `{"optionId":"cancel","name":"No, and tell Codex what to do differently","kind":"reject_once"}`
+		// codex-acp 2.x's options for JetBrains AIR carry a description.
+		airDecline = `{"optionId":"decline","name":"Deny","kind":"reject_once","_meta":{"permission":{"version":1,"description":"Decline this request and continue."}}}`
+		airCancel  = `{"optionId":"cancel","name":"Cancel","kind":"reject_once","_meta":{"permission":{"version":1,"description":"Cancel this request"}}}`
+	)
+	cases := []struct {
+		name, list, want string
+	}{
+		// codex-acp 2.x (commandDecisionOptions) keeps availableDecisions' order among the rejects.
+		{"codex-acp 2.x, decline first", `[` + codexAllowOnce + `,` + codexDecline + `,` + codexCancel + `]`, "decline"},
+		{"codex-acp 2.x, cancel first", `[` + codexAllowOnce + `,` + codexCancel + `,` + codexDecline + `]`, "decline"},
+		{"codex-acp 2.6.0 with Codex 0.166: no decline", `[` + codexAllowOnce + `,{"optionId":"accept_execpolicy_amendment","name":"Yes, and don't ask again for commands that start with ` + "`npm install`" + `","kind":"allow_always"},` + codexCancel + `]`, "cancel"},
+		{"codex-acp 2.x network approval: the host block is passed over", `[{"optionId":"allow_once","name":"Yes, just this once","kind":"allow_once"},{"optionId":"apply_network_policy_amendment:1","name":"No, and block this host in the future","kind":"reject_always"},` + codexCancel + `,` + codexDecline + `]`, "decline"},
+		{"codex-acp 2.x MCP question fallback for AIR", `[{"optionId":"accept","name":"Allow","kind":"allow_once"},` + airCancel + `,` + airDecline + `]`, "decline"},
+		{"the Rust codex-acp: denied continues, abort stops", `[{"optionId":"approved","name":"Yes","kind":"allow_once"},{"optionId":"abort","name":"No, and tell Codex what to do differently","kind":"reject_once"},{"optionId":"denied","name":"No, continue without running it","kind":"reject_once"}]`, "denied"},
+		{"claude-agent-acp 0.101", `[{"optionId":"allow-once","name":"Yes","kind":"allow_once"},{"optionId":"reject","name":"No","kind":"reject_once"}]`, "reject"},
+		{"claude-agent-acp, reject first", `[{"optionId":"reject","name":"No","kind":"reject_once"},{"optionId":"allow-with-updates","name":"Yes, and don't ask again for these commands","kind":"allow_always"},{"optionId":"allow-once","name":"Yes","kind":"allow_once"}]`, "reject"},
+		{"gemini-cli 0.61", `[{"optionId":"proceed_always","name":"Always Allow","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}]`, "cancel"},
+		{"a decline whose _meta writes a rule is passed over", `[` + codexAllowOnce + `,{"optionId":"decline","name":"No, continue without running it","kind":"reject_once","_meta":{"permission":{"version":1,"changes":[{"type":"policy_rule"}]}}},` + codexCancel + `]`, "cancel"},
+		{"a name that says it does not continue", `[{"optionId":"stop","name":"No, do not continue","kind":"reject_once"},{"optionId":"no","name":"No","kind":"reject_once"}]`, "stop"},
+	}
+	for _, c := range cases {
+		got, ok := pickFor(read(c.list), []string{"reject_once", "reject_always"})
+		if !ok || got.OptionID != c.want {
+			t.Errorf("%s: picked %q (%v), want %q", c.name, got.OptionID, ok, c.want)
+		}
+	}
+}

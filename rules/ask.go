@@ -18,7 +18,17 @@ type AskConfig struct {
 	EscalateAfter time.Duration
 	// Timeout, if set, rejects a request nobody answered by then.
 	Timeout time.Duration
+	// Tell says which of the broker's own answers the user is told of in
+	// the session: TellDenials (the default), TellAll or TellOff.
+	Tell string
 }
+
+// The [ask] tell settings.
+const (
+	TellDenials = "denials"
+	TellAll     = "all"
+	TellOff     = "off"
+)
 
 // ChannelConfig is one [[channel]] table: a place outside the editor where
 // the human can be asked.
@@ -43,7 +53,7 @@ type ChannelConfig struct {
 	Line int
 }
 
-var askKeys = []string{"route", "escalate_after", "timeout"}
+var askKeys = []string{"route", "escalate_after", "timeout", "tell"}
 
 var channelKeys = []string{"name", "type", "timeout", "command", "server", "topic", "reply_topic", "token_env", "url", "secret_env", "listen", "public_url"}
 
@@ -93,6 +103,8 @@ func (d *decoder) ask(prim toml.Primitive) error {
 			cfg.EscalateAfter, err = d.duration(table[k], at, k)
 		case "timeout":
 			cfg.Timeout, err = d.duration(table[k], at, k)
+		case "tell":
+			cfg.Tell, err = d.oneOf(table[k], at, k, []string{TellDenials, TellAll, TellOff})
 		default:
 			err = d.unknown(at, k, " in [ask]", askKeys)
 		}
@@ -230,6 +242,9 @@ func (p *Policy) AskSettings() (AskConfig, []ChannelConfig) {
 	}
 	if cfg.Route == "" {
 		cfg.Route = "editor"
+	}
+	if cfg.Tell == "" {
+		cfg.Tell = TellDenials
 	}
 	return cfg, channels
 }

@@ -261,3 +261,33 @@ secret_env = "HOOK_SECRET"
 		}
 	}
 }
+
+// TestAskTell: [ask] tell is "denials" unless the user or managed config
+// says "all" or "off"; anything else stops the config with a hint, and a
+// project file cannot set it.
+func TestAskTell(t *testing.T) {
+	for src, want := range map[string]string{
+		"":                            TellDenials,
+		"[ask]\nroute = \"editor\"\n": TellDenials,
+		"[ask]\ntell = \"all\"\n":     TellAll,
+		"[ask]\ntell = \"off\"\n":     TellOff,
+		"[ask]\ntell = \"denials\"\n": TellDenials,
+		"[ask]\ntimeout = \"5m\"\n[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n": TellDenials,
+	} {
+		f, err := Parse("user.toml", User, src)
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		if cfg, _ := NewPolicy([]*File{f}, testHome, nil).AskSettings(); cfg.Tell != want {
+			t.Errorf("%q: tell %q, want %q", src, cfg.Tell, want)
+		}
+	}
+	_, err := Parse("user.toml", User, "[ask]\ntell = \"denial\"\n")
+	if err == nil || !strings.HasPrefix(err.Error(), "user.toml:2:1") || !strings.Contains(err.Error(), `tell "denial" is not one of`) {
+		t.Errorf("tell = \"denial\": err = %v", err)
+	}
+	f, err := Parse(".acp-broker.toml", Project, "[ask]\ntell = \"off\"\n")
+	if err != nil || f.Ask != nil || len(f.Ignored) != 1 {
+		t.Errorf("a project file's tell: err = %v, file = %+v", err, f)
+	}
+}

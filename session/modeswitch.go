@@ -572,20 +572,14 @@ func (b *broker) relayQueuedAs(dir string, frame []byte) {
 }
 
 // tellUser shows the user what the broker did to a session's mode: a
-// notice where the editor advertised session.notices, else an agent
-// message.
+// notice where the editor takes notices, else an agent message (see
+// userMessage).
 func (b *broker) tellUser(sessionID string, warning bool, title, description string) {
-	var update any
-	if b.tracker.clientSupportsNotices() {
-		severity := "info"
-		if warning {
-			severity = "warning"
-		}
-		update = map[string]string{"sessionUpdate": "notice", "severity": severity, "title": title, "description": description}
-	} else {
-		update = map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": title + ": " + description + "\n"}}
+	severity := "info"
+	if warning {
+		severity = "warning"
 	}
-	frame, err := jsonrpc.NewNotification("session/update", map[string]any{"sessionId": sessionID, "update": update})
+	frame, err := b.userMessage(sessionID, severity, title, description, title+": "+description+"\n")
 	if err != nil {
 		return
 	}

@@ -28,7 +28,7 @@ import (
 // the user expects to be asked. It returns what to close at exit.
 func newAsker(policy *rules.Policy, logger *slog.Logger) (*permission.Asker, func(), error) {
 	cfg, configs := policy.AskSettings()
-	a := &permission.Asker{Route: cfg.Route, EscalateAfter: cfg.EscalateAfter, Timeout: cfg.Timeout}
+	a := &permission.Asker{Route: cfg.Route, EscalateAfter: cfg.EscalateAfter, Timeout: cfg.Timeout, Tell: cfg.Tell}
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {

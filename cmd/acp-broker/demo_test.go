@@ -38,10 +38,15 @@ func TestDemoBrokerDecides(t *testing.T) {
 	if len(decided) != 6 {
 		t.Fatalf("the direct run has %d messages about call_1, call_3 and call_5, want 3 requests and 3 answers:\n%s", len(decided), lines(decided))
 	}
-	sameMessages(t, "the editor's messages", wantEditor, brokered.Editor)
+	// The broker told the editor of its deny, and of nothing else.
+	relayed, told := withoutTold(brokered.Editor)
+	if len(told) != 1 || !strings.Contains(string(told[0].Raw), `"text":"\nacp-broker denied: git push --force origin main\nrule no-force-push (`) {
+		t.Fatalf("the editor was told %d times, want once, of the force push's deny:\n%s", len(told), lines(told))
+	}
+	sameMessages(t, "the editor's messages", wantEditor, relayed)
 
 	editorSide, brokerSide := splitByBroker(brokered.Entries)
-	sameMessages(t, "the transcript's messages to and from the editor", brokered.Editor, editorSide)
+	sameMessages(t, "the transcript's messages to and from the editor", relayed, editorSide)
 
 	// The "always" answer to call_4 was remembered as one entry, which then
 	// answered call_5. The transcript says so on the line of that answer,
@@ -81,6 +86,7 @@ func TestDemoBrokerDecides(t *testing.T) {
 		{demo.Agent, demo.Broker, decided[0], ""},
 		{demo.Broker, demo.Agent, decided[1], regexp.QuoteMeta("allowed by rule git-status: reading the repository's state is harmless")},
 		{demo.Agent, demo.Broker, decided[2], ""},
+		{demo.Broker, demo.Editor, told[0], ""},
 		{demo.Broker, demo.Agent, decided[3], regexp.QuoteMeta("denied by rule no-force-push: force pushes rewrite shared history")},
 		{demo.Editor, demo.Broker, always, alwaysNote + regexp.QuoteMeta("; remembered as "+id)},
 		{demo.Broker, demo.Agent, once, ""},
@@ -263,6 +269,29 @@ func withoutPermissionRequests(entries []demo.Entry, toolCalls ...string) (kept,
 		}
 	}
 	return kept, removed
+}
+
+// withoutTold splits what the editor read into what was relayed and what
+// the broker told it of its own answers (an agent_message_chunk starting
+// "\nacp-broker ", the demo's editor taking no notices).
+func withoutTold(entries []demo.Entry) (relayed, told []demo.Entry) {
+	for _, e := range entries {
+		var m struct {
+			Params struct {
+				Update struct {
+					SessionUpdate string                `json:"sessionUpdate"`
+					Content       struct{ Text string } `json:"content"`
+				} `json:"update"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(e.Raw, &m)
+		if m.Params.Update.SessionUpdate == "agent_message_chunk" && strings.HasPrefix(m.Params.Update.Content.Text, "\nacp-broker ") {
+			told = append(told, e)
+			continue
+		}
+		relayed = append(relayed, e)
+	}
+	return relayed, told
 }
 
 // sameMessages requires the same messages (direction and bytes; notes

@@ -1,0 +1,60 @@
+package permission
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/acp-broker/acp-broker/jsonrpc"
+	"github.com/acp-broker/acp-broker/notify"
+	"github.com/acp-broker/acp-broker/rules"
+)
+
+// Some session/request_permission requests only look like permissions: they
+// put a question to the user, or ask the user to agree to a plan or a mode,
+// in the shape of a tool approval. Allowing or denying them by rule would
+// answer for the human what only the human can say (consent to an MCP
+// server's OAuth page, "implement this plan?", "leave plan mode and bypass
+// permissions?"), so no rule, remembered answer, default or mode decides
+// them, and no answer to them is remembered: they always go to a human.
+//
+// They are recognised from what the agents send (read in their dist/):
+//   - codex-acp 2.x, without client elicitation support, turns an MCP
+//     server's URL elicitation (OAuth consent) into a `kind: fetch` request
+//     whose toolCallId is "elicitation-<id>", and a message-only form
+//     into one whose toolCallId is "elicitation:<session>:<server>:<n>";
+//   - codex-acp 2.x asks to implement a plan as `kind: switch_mode` with
+//     toolCallId "plan-review:<item>" (options implement_plan, revise_plan);
+//   - claude-agent-acp asks to leave plan mode (ExitPlanMode, options
+//     exit-plan-*) or to enter it (EnterPlanMode) as `kind: switch_mode`,
+//     the tool named in `name` and `_meta.claudeCode.toolName`;
+//   - any agent may ask to switch modes with `kind: switch_mode`.
+//
+// Each mark is read in any letter case: a mark that reads as one only to
+// some peer still makes the request one that a human answers, which is
+// never less safe than a decision.
+
+// lookalikeOf says what a permission request really asks, as the Source of
+// its audit line, and why a human answers it; "" when it is a permission.
+func lookalikeOf(params permissionParams, req *rules.Request) (source, reason string) {
+	id, _ := jsonrpc.String(params.ToolCall, "toolCallId")
+	lower := strings.ToLower(id)
+	switch {
+	case strings.HasPrefix(lower, "elicitation-"), strings.HasPrefix(lower, "elicitation:"):
+		return "question", fmt.Sprintf("the agent asks a question as a permission request (tool call %q, an MCP server's elicitation): only a human answers it", notify.OneLine(id))
+	case strings.HasPrefix(lower, "plan-review:"):
+		return "plan review", fmt.Sprintf("the agent asks to implement a plan (tool call %q): only a human agrees to a plan", notify.OneLine(id))
+	}
+	switch tool := strings.ToLower(req.ToolName); tool {
+	case "exitplanmode", "enterplanmode":
+		return "plan review", fmt.Sprintf("the agent asks to %s plan mode (%s): only a human agrees to a plan or a mode", map[string]string{"exitplanmode": "leave", "enterplanmode": "enter"}[tool], notify.OneLine(req.ToolName))
+	}
+	for _, o := range params.Options {
+		if o.OptionID == "implement_plan" || strings.HasPrefix(strings.ToLower(o.OptionID), "exit-plan-") {
+			return "plan review", fmt.Sprintf("the agent offers %q, an answer to a plan review: only a human agrees to a plan", notify.OneLine(o.OptionID))
+		}
+	}
+	if strings.EqualFold(req.Kind, "switch_mode") {
+		return "switch_mode", "a mode switch always goes to the human"
+	}
+	return "", ""
+}
