@@ -28,6 +28,8 @@ func FuzzValidate(f *testing.F) {
 		`{"target":"staging","replicas":1,"regions":["eu","eu"]}`,
 		`{"target":"\u0073taging","replicas":1}`,
 		`{"target":"staging","replicas":1,"notes":"\ud800"}`,
+		`{"target":"staging","replicas":1,"\ud800":1}`,
+		"{\"target\":\"staging\",\"replicas\":1,\"notes\":\"\xed\xa0\x80\"}",
 		`[1]`, `null`, `{"a":{"b":1}}`,
 	} {
 		f.Add(seed)

@@ -46,16 +46,17 @@ import (
 // same sequence ID (ntfy 2.16 and later; an older server shows it as a second
 // notification).
 //
-// A question (an agent's elicitation) is shown as its message. A form that
-// asks one thing among at most three choices (one string field with
-// choices; any other field optional) gets one button per choice, each a
+// A question (an agent's elicitation) is shown as its message, its first
+// button the broker's "Decline". A form that asks one thing among at most
+// two choices (one string field with choices; any other field optional),
+// each labelled in plain printable ASCII so that no lookalike letter can
+// pass for the broker's own words, gets a numbered button per choice, each a
 // signed token that accepts with that choice and nothing else, bound to the
-// request as an option's is. A URL-mode question shows the whole URL, which
-// nothing here ever opens or fetches, and no button to accept: a phone may
-// show a notification cut short, so tapping "accept" would not mean the
-// human saw where it leads. Every other question says where it can be
-// answered (QuestionPointer). A "Decline" button comes with each question
-// that leaves a button free.
+// request as an option's is. A URL-mode question shows the URL's host and
+// the whole URL, which nothing here ever opens or fetches, and no button to
+// accept: a phone may show a notification cut short, so tapping "accept"
+// would not mean the human saw where it leads. Every other question says
+// where it can be answered (QuestionPointer).
 //
 // The phone publishes to ReplyTopic without Token: the reply topic must let
 // the phone's ntfy app write to it (anonymous write, or the app's own
@@ -355,8 +356,8 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 
 // singleChoice is the field a form asks for when it asks one thing among a
 // few choices a button each can answer: the one field with choices, a
-// string's, as many as leave a button for Decline, every other field optional (a
-// button leaves them out). Nil for any other form.
+// string's, as many as leave a button for Decline, every other field
+// optional (a button leaves them out). Nil for any other form.
 func singleChoice(form *elicit.Form) *elicit.Field {
 	if form == nil {
 		return nil
