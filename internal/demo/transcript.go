@@ -239,9 +239,9 @@ func (t *Transcript) cut(s string, n int) string {
 	return truncate(s, n)
 }
 
-// wrap breaks s into lines of at most width columns, at spaces, the
-// colour escapes paint adds taking none: the one wrapper of the transcript's
-// notes and the summary's lines. A word wider than width is cut to it (and
+// wrap breaks s into lines of at most width runes, at spaces, the colour
+// escapes paint adds counting none: the one wrapper of the transcript's
+// notes and the summary's lines. A word longer than width is cut to it (and
 // loses its colour, whose escapes a cut could split).
 func wrap(s string, width int) []string {
 	width = max(width, 1)
