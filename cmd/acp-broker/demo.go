@@ -34,13 +34,15 @@ that is removed at the end, with the broker's rule file, audit log and
 trace.
 
 On a terminal, the lines are fitted to its width and the decisions coloured
-(unless NO_COLOR is set); otherwise nothing is cut or coloured.`,
+(unless NO_COLOR is set or TERM is dumb); otherwise nothing is cut or
+coloured.`,
 		demo.NumberWord(len(asked))+" requests", strings.Join(asked, "\n    "))
 }
 
 // demoStyle returns how the demo shows its output on stdout: fitted to the
 // width of the terminal stdout is, coloured unless NO_COLOR is set to
-// anything (https://no-color.org), and neither when stdout is not a
+// anything (https://no-color.org) or TERM is "dumb" (a terminal that claims
+// no capabilities, escapes included), and neither when stdout is not a
 // terminal.
 func demoStyle(stdout io.Writer, getenv func(string) string) (width int, colour bool) {
 	f, ok := stdout.(*os.File)
@@ -50,7 +52,7 @@ func demoStyle(stdout io.Writer, getenv func(string) string) (width int, colour 
 	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
 		width = w
 	}
-	return width, getenv("NO_COLOR") == ""
+	return width, getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
 }
 
 func newDemoCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -65,17 +65,19 @@ func TestDemoOnATerminal(t *testing.T) {
 
 // runOnTerminal runs self with args, its stdout on a new pseudo-terminal of
 // cols columns (stdin and stderr are not), and returns what it printed
-// there, with the terminal's \r\n as \n. With noColor, NO_COLOR=1 is in
-// its environment; without, no NO_COLOR at all.
+// there, with the terminal's \r\n as \n. Its TERM is xterm-256color,
+// whatever the test's is; with noColor, NO_COLOR=1 is in its environment;
+// without, no NO_COLOR at all.
 func runOnTerminal(t *testing.T, self string, cols int, noColor bool, args ...string) string {
 	t.Helper()
 	master, slave := openPTY(t, cols)
 	cmd := exec.Command(self, args...)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NO_COLOR=") {
+		if !strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "TERM=") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color")
 	if noColor {
 		cmd.Env = append(cmd.Env, "NO_COLOR=1")
 	}
@@ -148,6 +150,26 @@ func TestDemoStyleOffATerminal(t *testing.T) {
 	for _, w := range []io.Writer{f, new(bytes.Buffer)} {
 		if width, colour := demoStyle(w, func(string) string { return "" }); width != 0 || colour {
 			t.Errorf("demoStyle(%T) = %d, %v; want 0, false", w, width, colour)
+		}
+	}
+}
+
+// TestDemoStyleOnATerminal: on a terminal the demo is fitted to its width
+// and coloured, but not coloured when NO_COLOR is set or TERM is "dumb".
+func TestDemoStyleOnATerminal(t *testing.T) {
+	_, slave := openPTY(t, 80)
+	for _, tt := range []struct {
+		env    map[string]string
+		colour bool
+	}{
+		{map[string]string{"TERM": "xterm-256color"}, true},
+		{map[string]string{}, true},
+		{map[string]string{"TERM": "xterm-256color", "NO_COLOR": "1"}, false},
+		{map[string]string{"TERM": "dumb"}, false},
+	} {
+		width, colour := demoStyle(slave, func(name string) string { return tt.env[name] })
+		if width != 80 || colour != tt.colour {
+			t.Errorf("demoStyle(a terminal of 80 columns) with %v = %d, %v; want 80, %v", tt.env, width, colour, tt.colour)
 		}
 	}
 }

@@ -471,28 +471,15 @@ func summary(res *Result, brokered bool, outcome string, st style) string {
 	return fitted.String()
 }
 
-// fitLine wraps a summary line wider than width at spaces, the rest
-// indented two spaces deeper than the line; escapes take no room.
+// fitLine wraps a summary line wider than width at spaces, the lines after
+// its first indented two spaces deeper than it.
 func fitLine(line string, width int) string {
 	if utf8.RuneCountInString(stripANSI(line)) <= width {
 		return line
 	}
-	indent := len(line) - len(strings.TrimLeft(line, " ")) + 2
-	pad := strings.Repeat(" ", indent)
-	var out []string
-	cur := strings.Repeat(" ", indent-2)
-	for _, w := range strings.Fields(line) {
-		switch n := utf8.RuneCountInString(stripANSI(cur)); {
-		case strings.TrimSpace(cur) == "":
-			cur += w
-		case n+1+utf8.RuneCountInString(stripANSI(w)) <= width:
-			cur += " " + w
-		default:
-			out = append(out, cur)
-			cur = pad + w
-		}
-	}
-	return strings.Join(append(out, cur), "\n")
+	text := strings.TrimLeft(line, " ")
+	indent := line[:len(line)-len(text)]
+	return indent + strings.Join(wrap(text, width-len(indent)-2), "\n"+indent+"  ")
 }
 
 func writeSummary(b *strings.Builder, res *Result, brokered bool, outcome string, tr *Transcript) {

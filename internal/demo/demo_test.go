@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -297,5 +298,28 @@ func TestRunTimeout(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Errorf("Run returned only after the test's own deadline")
+	}
+}
+
+// TestFitLine: a summary line wider than the terminal is wrapped to it at
+// spaces, the lines after its first two spaces deeper; colour escapes take
+// no room and stay, and a word wider than the terminal is cut to fit.
+func TestFitLine(t *testing.T) {
+	const width = 30
+	line := "    Write status.txt (edit): \x1b[32mallow_once\x1b[0m, chosen by me at /home/me/project/a/very/deep/directory/status.txt"
+	want := "    Write status.txt (edit):\n" +
+		"      \x1b[32mallow_once\x1b[0m, chosen by me\n" + // 30 columns: the escapes take none
+		"      at\n" +
+		"      /home/me/project/a/very…"
+	if got := fitLine(line, width); got != want {
+		t.Errorf("fitLine(%q, %d) =\n%s\nwant\n%s", line, width, got, want)
+	}
+	for _, l := range strings.Split(want, "\n") {
+		if n := utf8.RuneCountInString(stripANSI(l)); n > width {
+			t.Fatalf("the test is wrong: %q has %d columns", l, n)
+		}
+	}
+	if short := "  2 requests, \x1b[32mallow_once\x1b[0m"; fitLine(short, width) != short {
+		t.Errorf("fitLine(%q, %d) = %q: a line that fits is changed", short, width, fitLine(short, width))
 	}
 }

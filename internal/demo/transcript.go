@@ -239,23 +239,30 @@ func (t *Transcript) cut(s string, n int) string {
 	return truncate(s, n)
 }
 
-// wrap breaks s into lines of at most width runes, at spaces where it can;
-// a word longer than width is cut.
+// wrap breaks s into lines of at most width runes, at spaces, the colour
+// escapes paint adds counting none: the one wrapper of the transcript's
+// notes and the summary's lines. A word longer than width is cut to it (and
+// loses its colour, whose escapes a cut could split).
 func wrap(s string, width int) []string {
+	width = max(width, 1)
+	columns := func(s string) int { return utf8.RuneCountInString(stripANSI(s)) }
 	var lines []string
 	line := ""
 	for _, w := range strings.Fields(s) {
+		if columns(w) > width {
+			w = truncate(stripANSI(w), width)
+		}
 		switch {
 		case line == "":
 			line = w
-		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+		case columns(line)+1+columns(w) <= width:
 			line += " " + w
 		default:
-			lines = append(lines, truncate(line, width))
+			lines = append(lines, line)
 			line = w
 		}
 	}
-	return append(lines, truncate(line, width))
+	return append(lines, line)
 }
 
 // stripANSI removes the colour escapes paint adds.
