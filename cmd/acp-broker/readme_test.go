@@ -174,6 +174,7 @@ var readmeSkips = []struct {
 		"go test -run XXX -fuzz FuzzParse ./jsonrpc",
 		"go test -run XXX -fuzz FuzzMembers ./jsonrpc",
 		"go test -run XXX -fuzz FuzzMayConcernTracker ./session",
+		"go test -run XXX -fuzz FuzzValidate ./elicit",
 		"go test -run XXX -fuzz FuzzDecideCommand ./rules",
 		"go test -run XXX -fuzz FuzzReadToolCall ./rules",
 	}},
