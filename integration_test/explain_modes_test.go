@@ -19,7 +19,13 @@ func (d *decider) liveDecision(req string) (decision, option string) {
 	mark := d.marker()
 	before := d.sentSoFar()
 	d.AgentSend(req, mark)
-	switch got := d.EditorRecv(); got {
+	got := d.EditorRecv()
+	if isTold(got) {
+		// The broker answered itself and told the editor why: what it
+		// decided is in its answer to the agent, after the marker.
+		got = d.EditorRecv()
+	}
+	switch got {
 	case mark:
 		var resp struct {
 			Result struct {
