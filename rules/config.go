@@ -57,7 +57,8 @@ var Kinds = []string{"read", "edit", "delete", "move", "search", "execute", "thi
 // Modes are the broker's permission modes a rule may be limited to.
 var Modes = []string{"default", "accept-edits", "plan", "dont-ask", "bypass"}
 
-// RememberScopes are the values of the remember setting.
+// RememberScopes are the values of the remember setting, narrowest first
+// (the strictest, which wins among project files).
 var RememberScopes = []string{"session", "project", "user"}
 
 // Rule is one [[rule]] table.

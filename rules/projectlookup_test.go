@@ -256,3 +256,39 @@ func TestNoProjectFileAboveHomeOrOutsideARepository(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectFilesStrictestModeAndRememberWin: among several trusted project
+// files, the strictest mode and the narrowest remember scope apply, whichever
+// file is nearer the session; a user's setting still beats them all.
+func TestProjectFilesStrictestModeAndRememberWin(t *testing.T) {
+	project := func(path, content string) *File {
+		t.Helper()
+		f, err := Parse(path, Project, content)
+		must(t, err)
+		f.Trusted = true
+		return f
+	}
+	for _, c := range []struct {
+		name           string
+		near, far      string
+		mode, remember string
+	}{
+		{"nearer_looser_mode_and_scope", "mode = \"bypass\"\nremember = \"user\"\n", "mode = \"plan\"\nremember = \"session\"\n", "plan", "session"},
+		{"nearer_stricter", "mode = \"dont-ask\"\nremember = \"project\"\n", "mode = \"accept-edits\"\nremember = \"user\"\n", "dont-ask", "project"},
+		{"dont_ask_beats_default", "mode = \"default\"\n", "mode = \"dont-ask\"\n", "dont-ask", ""},
+		{"only_the_far_one_sets_it", "", "mode = \"accept-edits\"\nremember = \"project\"\n", "accept-edits", "project"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewPolicy([]*File{project("/r/sub/.acp-broker.toml", c.near), project("/r/.acp-broker.toml", c.far)}, "", nil)
+			if p.Mode != c.mode || p.Remember != c.remember {
+				t.Errorf("mode %q, remember %q; want %q, %q", p.Mode, p.Remember, c.mode, c.remember)
+			}
+		})
+	}
+	user, err := Parse("/u/config.toml", User, "mode = \"bypass\"\nremember = \"user\"\n")
+	must(t, err)
+	p := NewPolicy([]*File{user, project("/r/.acp-broker.toml", "mode = \"plan\"\nremember = \"session\"\n")}, "", nil)
+	if p.Mode != "bypass" || p.Remember != "user" {
+		t.Errorf("with the user's settings: mode %q, remember %q; want the user's", p.Mode, p.Remember)
+	}
+}
