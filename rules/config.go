@@ -45,7 +45,7 @@ const (
 	// User is the user's own config, and any file given with --config.
 	User Layer = "user"
 	// Project is .acp-broker.toml in the session's working directory and
-	// the ones above it up to the repository's root (see ProjectFiles). It
+	// the ones above it up to home or the repository's root (see ProjectFiles). It
 	// comes with the repository and may be hostile: its allow rules and its
 	// loosening settings apply only once the user trusts its exact content.
 	Project Layer = "project"
