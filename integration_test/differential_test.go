@@ -384,7 +384,7 @@ func TestExplainAgreesWithTheLiveBrokerOnEveryRequest(t *testing.T) {
 		{"mode_dont_ask", deciderOptions{rules: decideRules, args: []string{"--mode", "dont-ask"}}, diffRequests(core...)},
 		{"mode_bypass", deciderOptions{rules: decideRules, args: []string{"--mode", "bypass"}}, diffRequests(core...)},
 		{"project_untrusted", deciderOptions{rules: decideRules, project: project}, diffRequests(core...)},
-		{"project_trusted", deciderOptions{rules: decideRules, project: project, prepare: func(d *decider) { trustProject(t, d) }}, diffRequests(core...)},
+		{"project_trusted", deciderOptions{rules: decideRules, project: project, prepare: func(d *decider) { trustProject(t, d, d.cwd) }}, diffRequests(core...)},
 		{"project_broken", deciderOptions{rules: decideRules, project: "[[rule]\n"}, diffRequests(core...)},
 		{"remember_session", deciderOptions{rules: "remember = \"session\"\n" + decideRules}, diffRequests("plain")},
 		{"subagents", deciderOptions{rules: decideRules, project: project, initialize: subagentsInit},

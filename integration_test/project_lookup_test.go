@@ -54,12 +54,7 @@ func TestProjectFileOfTheRepositoryAppliesInASubdirectory(t *testing.T) {
 		{"session_dot_is_not_the_repository_dot", func() { d.decided(d.expand(readReq("3", "$CWD/secrets/key")), "allow") }},
 		{"untrusted_repository_allow_ignored", func() { d.asked(curl("4"), answer("4", "reject")) }},
 		{"trusted_repository_allow_applies", func() {
-			cmd := exec.Command(brokerBin, "trust", d.root)
-			cmd.Env = append(testEnv(), "XDG_STATE_HOME="+d.state)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				d.t.Fatalf("acp-broker trust: %v\n%s", err, out)
-			}
-			afterChange()
+			trustProject(d.t, d, d.root)
 			d.decided(curl("5"), "allow")
 		}},
 		{"closer_allow_all_file_does_not_shadow_the_repository", func() {
@@ -72,6 +67,46 @@ func TestProjectFileOfTheRepositoryAppliesInASubdirectory(t *testing.T) {
 			d.decided(execReq("8", "make clean"), "reject")
 			// The edit ended the trust.
 			d.asked(curl("9"), answer("9", "reject"))
+		}},
+	}
+	for _, s := range steps {
+		if !d.step(t, s.name, s.run) {
+			return
+		}
+	}
+	d.finish()
+}
+
+// TestProjectFileDenyOutlivesAGitInitInTheSession (attack): the agent runs
+// `git init` in the session's subdirectory of a repository in the user's
+// home, which would make it a repository of its own. The walk goes on to
+// home, so the repository's deny still applies, live and by explain.
+func TestProjectFileDenyOutlivesAGitInitInTheSession(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: projectUser, prepare: func(d *decider) {
+		if err := os.Mkdir(filepath.Join(d.root, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFileAtomic(t, filepath.Join(d.root, ".acp-broker.toml"), repoProject)
+	}, envFor: func(d *decider) []string { return []string{"HOME=" + d.root} }})
+	d.noisy = true // the untrusted project file is warned about
+	steps := []struct {
+		name string
+		run  func()
+	}{
+		{"repository_deny_applies", func() { d.decided(execReq("1", "make deploy prod"), "reject") }},
+		{"git_init_in_the_session_directory", func() {
+			cmd := exec.Command("git", "init", "-q", d.cwd)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				// The agent's git init made by hand: all the lookup sees.
+				d.t.Logf("git init: %v %s; making .git by hand", err, out)
+				if err := os.Mkdir(filepath.Join(d.cwd, ".git"), 0o755); err != nil {
+					d.t.Fatal(err)
+				}
+			}
+			afterChange()
+			d.decided(execReq("2", "make deploy prod"), "reject")
+			d.decided(d.expand(readReq("3", "$ROOT/secrets/key")), "reject")
 		}},
 	}
 	for _, s := range steps {

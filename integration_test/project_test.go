@@ -40,10 +40,11 @@ func readReq(id, path string) string {
 	return permission(id, `{"toolCallId":"p`+id+`","title":"Read","kind":"read","rawInput":{"file_path":"`+path+`"},"locations":[{"path":"`+path+`"}]}`, claudeOptions)
 }
 
-// trustProject runs acp-broker trust on the decider's session directory.
-func trustProject(t testing.TB, d *decider) {
+// trustProject runs acp-broker trust on dir with the decider's state
+// directory.
+func trustProject(t testing.TB, d *decider, dir string) {
 	t.Helper()
-	cmd := exec.Command(brokerBin, "trust", d.cwd)
+	cmd := exec.Command(brokerBin, "trust", dir)
 	cmd.Env = append(testEnv(), "XDG_STATE_HOME="+d.state)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("acp-broker trust: %v\n%s", err, out)
@@ -121,7 +122,7 @@ command = "ls *"
 `
 			d := startDecider(t, deciderOptions{rules: projectUser, project: project, inProject: inProject,
 				mcpServers: `[{"name":"docs","command":"/usr/bin/docs-mcp","args":[],"env":[]}]`,
-				prepare:    func(d *decider) { trustProject(t, d) }})
+				prepare:    func(d *decider) { trustProject(t, d, d.cwd) }})
 			d.noisy = true
 			steps := []struct {
 				name string
@@ -327,7 +328,7 @@ id = "project-no-rm"
 decision = "deny"
 command = "rm *"
 `
-	d := startDecider(t, deciderOptions{rules: projectUser, project: trusted, prepare: func(d *decider) { trustProject(t, d) }})
+	d := startDecider(t, deciderOptions{rules: projectUser, project: trusted, prepare: func(d *decider) { trustProject(t, d, d.cwd) }})
 	d.noisy = true
 	path := filepath.Join(d.cwd, ".acp-broker.toml")
 	steps := []struct {

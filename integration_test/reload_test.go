@@ -160,12 +160,7 @@ command = "make deploy *"
 		{"untrusted_project_allow_ignored", func() { d.asked(curl("3"), answer("3", "reject")) }},
 		{"untrusted_project_mode_ignored", func() { d.asked(rm("4"), answer("4", "reject")) }},
 		{"trusted_project_allow_applies", func() {
-			cmd := exec.Command(brokerBin, "trust", d.cwd)
-			cmd.Env = append(testEnv(), "XDG_STATE_HOME="+d.state)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				d.t.Fatalf("acp-broker trust: %v\n%s", err, out)
-			}
-			afterChange()
+			trustProject(d.t, d, d.cwd)
 			d.decided(curl("5"), "allow")
 		}},
 		{"trusted_project_mode_applies", func() { d.decided(rm("6"), "allow") }},

@@ -319,19 +319,30 @@ func notRunnable(name string, err error, env Environment) string {
 
 // duplicateIDs reports each rule id given to more than one rule: the audit
 // log, explain and list name a rule by its id, which must then say which.
+// Within one file, or among the user's own layers, it is an error; where a
+// project file reuses an id of another file (a starter id, say) only a
+// warning, since a repository must not make every user's check fail.
 func (p *Policy) duplicateIDs() []Problem {
 	var out []Problem
-	first := map[string]*Rule{}
+	seen := map[string][]*Rule{}
 	for _, r := range p.Rules {
 		if r.ID == "" || r.Layer == Remembered {
 			continue
 		}
-		if f, seen := first[r.ID]; seen {
-			out = append(out, Problem{Severity: Error, Where: r.Where(), Hint: "give each rule its own id",
-				Msg: fmt.Sprintf("rule id %q is already used at %s: the audit log and explain would not say which rule decided", r.ID, f.Where())})
+		earlier := seen[r.ID]
+		seen[r.ID] = append(earlier, r)
+		if len(earlier) == 0 {
 			continue
 		}
-		first[r.ID] = r
+		first, severity := earlier[0], Warning
+		for _, e := range earlier {
+			if e.File == r.File || (e.Layer != Project && r.Layer != Project) {
+				first, severity = e, Error
+				break
+			}
+		}
+		out = append(out, Problem{Severity: severity, Where: r.Where(), Hint: "give each rule its own id",
+			Msg: fmt.Sprintf("rule id %q is already used at %s: the audit log and explain would not say which rule decided", r.ID, first.Where())})
 	}
 	return out
 }

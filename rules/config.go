@@ -45,7 +45,7 @@ const (
 	// User is the user's own config, and any file given with --config.
 	User Layer = "user"
 	// Project is .acp-broker.toml in the session's working directory and
-	// the ones above it up to the repository's root (see ProjectFiles). It
+	// the ones above it up to home or the repository's root (see ProjectFiles). It
 	// comes with the repository and may be hostile: its allow rules and its
 	// loosening settings apply only once the user trusts its exact content.
 	Project Layer = "project"
@@ -57,7 +57,8 @@ var Kinds = []string{"read", "edit", "delete", "move", "search", "execute", "thi
 // Modes are the broker's permission modes a rule may be limited to.
 var Modes = []string{"default", "accept-edits", "plan", "dont-ask", "bypass"}
 
-// RememberScopes are the values of the remember setting.
+// RememberScopes are the values of the remember setting, narrowest first
+// (the strictest, which wins among project files).
 var RememberScopes = []string{"session", "project", "user"}
 
 // Rule is one [[rule]] table.

@@ -4,7 +4,8 @@
 //
 // It is pure policy. It never touches the wire, never runs a command or a
 // shell (commands are parsed, not executed), and reads the file system only
-// to load rule files (finding the project files on the way up to a .git),
+// to load rule files (finding the project files on the way up to home or a .git, and whose
+// directories they are),
 // to resolve symbolic links in the paths it judges, to see whether a
 // directory a command writes into holds a .git or a .acp-broker.toml, and,
 // for rules check, to look a channel's program up in PATH. What it knows of programs (wrappers, shells,

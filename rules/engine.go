@@ -51,6 +51,7 @@ type Policy struct {
 func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 	p := &Policy{Files: files, ReadOnly: "allow", mcpRO: map[string][]*glob{}, mcpTrust: map[string]bool{}, mcpProxy: map[string]bool{}, home: home, brokerFiles: brokerFiles, byProgram: map[string][]*Rule{}}
 	order := []Layer{Managed, User, Project, Remembered}
+	var modeFromProject, rememberFromProject bool
 	for _, layer := range order {
 		for _, f := range files {
 			if f.Layer != layer {
@@ -83,11 +84,14 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 				p.mcpRO[name] = append(p.mcpRO[name], s.ReadOnlyTools...)
 				p.mcpTrust[name] = p.mcpTrust[name] || s.TrustAnnotations
 			}
-			if f.Remember != "" && p.Remember == "" {
-				p.Remember = f.Remember
+			// The first layer that sets one wins, managed first; among
+			// project files the strictest: a file nearer the session (one
+			// an agent may write) cannot loosen the repository's.
+			if f.Remember != "" && (p.Remember == "" || rememberFromProject && stricter(RememberScopes, f.Remember, p.Remember)) {
+				p.Remember, rememberFromProject = f.Remember, f.Layer == Project
 			}
-			if f.Mode != "" && p.Mode == "" {
-				p.Mode = f.Mode
+			if f.Mode != "" && (p.Mode == "" || modeFromProject && stricter(modesByStrictness, f.Mode, p.Mode)) {
+				p.Mode, modeFromProject = f.Mode, f.Layer == Project
 			}
 		}
 	}
@@ -119,6 +123,11 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 		}
 	}
 	return p
+}
+
+// stricter reports whether a comes before b in order, strictest first.
+func stricter(order []string, a, b string) bool {
+	return slices.Index(order, a) < slices.Index(order, b)
 }
 
 // loosens reports whether a file's loosening content applies: any file but

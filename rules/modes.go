@@ -7,6 +7,11 @@ import (
 	"strings"
 )
 
+// modesByStrictness are the modes, the one that allows least first: plan
+// allows only what the rules allow and reads, dont-ask denies what default
+// would ask, accept-edits allows some of what it asks, bypass most.
+var modesByStrictness = []string{"plan", "dont-ask", "default", "accept-edits", "bypass"}
+
 // ApplyMode turns the rules' verdict into the verdict of a permission mode:
 //
 //   - default: the verdict as it is.

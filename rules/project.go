@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -31,20 +32,28 @@ type projectLayer struct {
 }
 
 // ProjectFiles are the project files that apply to a session in dir, nearest
-// first: dir's own and one in each directory above it, up to and including
-// the repository's root (the nearest directory holding a .git, directory or
-// file) or the user's home, whichever comes first, and never above. The walk
-// is lexical, on the cleaned path: no link on the way is followed to find a
-// parent, so neither a linked directory nor ".." leads it out of the
-// repository. Where neither a .git nor home is on the way (a session in
-// /tmp/x), only dir's own file applies, and none in / without a .git: a
-// directory above the session that is neither the repository's nor the
-// user's is no place to take rules from (in /tmp anyone may write one).
+// first: dir's own and one in each directory above it, and never above:
+//
+//   - inside the user's home, up to and including home, past any .git on
+//     the way: a .git is what an agent makes with one `git init` or `git
+//     clone URL .`, and ending the walk there would take the repository's
+//     denies away. A file found above can only add denies and asks; its
+//     allows still need the user's trust.
+//   - outside home, up to and including the repository's root (the nearest
+//     directory holding a .git, directory or file), if that directory and
+//     every one walked to reach it is the user's own (see ownDir): in a
+//     shared directory (/tmp) anyone can make a .git and a project file.
+//     Otherwise, and with no .git on the way, only dir's own file applies,
+//     and none in / without a .git.
+//
+// The walk is lexical, on the cleaned path: no link on the way is followed
+// to find a parent, so neither a linked directory nor ".." leads it
+// elsewhere.
 //
 // All of them apply together, each trusted or not by itself, deny beating
 // ask beating allow as across layers: a file closer to the session (one a
 // checkout or an agent put in a subdirectory) adds its denies and, once
-// trusted, its allows, and takes nothing away from the repository's.
+// trusted, its allows, and takes nothing away from the others.
 func ProjectFiles(dir, home string) []string {
 	if dir == "" {
 		return nil
@@ -56,11 +65,21 @@ func ProjectFiles(dir, home string) []string {
 	if !filepath.IsAbs(dir) {
 		return []string{filepath.Join(dir, ProjectFileName)}
 	}
+	inHome := home != "" && home != "/" && under(dir, []string{home})
 	var files []string
 	for d := dir; ; d = filepath.Dir(d) {
 		files = append(files, filepath.Join(d, ProjectFileName))
-		if holdsGit(d) || (d == home && home != "/") {
-			return files
+		if inHome {
+			if d == home {
+				return files
+			}
+		} else {
+			if !ownDir(d) {
+				break
+			}
+			if holdsGit(d) {
+				return files
+			}
 		}
 		if d == filepath.Dir(d) {
 			break
@@ -79,14 +98,40 @@ func holdsGit(dir string) bool {
 	return err == nil
 }
 
+// ownDir reports whether only the user (or root) can change what dir holds:
+// it is owned by the user or by root and is writable by neither group nor
+// others. Outside home, only such a directory can be a repository's root
+// whose project file applies to the directories below.
+func ownDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && (int(st.Uid) == os.Getuid() || st.Uid == 0)
+}
+
 // loadProject reads the project layer; it never fails. A file that cannot
 // be read safely or does not parse leaves, of that file, only the deny and
 // ask rules of its version that was in force before (in opts.LastProject),
-// and makes the policy ask for everything.
+// and makes the policy ask for everything. A file that was in force before
+// but is no longer looked up (a .git or a writable directory appeared on
+// the way) keeps its deny and ask rules too, until the broker restarts:
+// what the agent can do to the file system must not take a deny away.
 func loadProject(opts LoadOptions) projectLayer {
 	var l projectLayer
-	for _, path := range ProjectFiles(opts.ProjectDir, opts.Home) {
+	paths := ProjectFiles(opts.ProjectDir, opts.Home)
+	for _, path := range paths {
 		l.load(opts, path)
+	}
+	for _, last := range opts.LastProject {
+		if slices.Contains(paths, last.Path) {
+			continue
+		}
+		l.files = append(l.files, last.strictOnly())
+		note := fmt.Sprintf("%s is no longer looked up for a session in %s (a .git or a directory others may write is now on the way): its deny and ask rules stay in force until the broker restarts", last.Path, opts.ProjectDir)
+		l.notes = append(l.notes, note)
+		l.warnings = append(l.warnings, note)
 	}
 	return l
 }

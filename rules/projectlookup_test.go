@@ -9,10 +9,10 @@ import (
 )
 
 // TestProjectFilesLookup: the project files of a session are looked up from
-// its directory up to the repository's root or the user's home, whichever
-// comes first, never above; lexically, so that neither a linked directory
-// nor ".." leads the walk out of the repository; and, with neither on the
-// way, only the session's own.
+// its directory: inside home up to home, past any .git; outside home up to
+// the repository's root; never above; lexically, so that neither a linked
+// directory nor ".." leads the walk elsewhere; and, outside home with no
+// .git on the way, only the session's own.
 func TestProjectFilesLookup(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	must(t, err)
@@ -38,14 +38,15 @@ func TestProjectFilesLookup(t *testing.T) {
 		name, dir string
 		want      []string
 	}{
-		{"repository_root", repo, files(repo)},
-		{"up_to_the_git_directory", filepath.Join(repo, "sub", "deep"), files(filepath.Join(repo, "sub", "deep"), filepath.Join(repo, "sub"), repo)},
-		{"up_to_a_git_file", filepath.Join(worktree, "sub"), files(filepath.Join(worktree, "sub"), worktree)},
+		{"repository_root_in_home", repo, files(repo, filepath.Join(home, "src"), home)},
+		{"in_home_past_the_git_directory_to_home", filepath.Join(repo, "sub", "deep"), files(filepath.Join(repo, "sub", "deep"), filepath.Join(repo, "sub"), repo, filepath.Join(home, "src"), home)},
+		{"in_home_past_a_git_file_to_home", filepath.Join(worktree, "sub"), files(filepath.Join(worktree, "sub"), worktree, filepath.Join(home, "src"), home)},
 		{"up_to_home_without_git", filepath.Join(home, "notes", "a"), files(filepath.Join(home, "notes", "a"), filepath.Join(home, "notes"), home)},
 		{"home_itself", home, files(home)},
-		{"dot_dot_cleaned_first", filepath.Join(repo, "sub", "deep", "..", "..", "sub"), files(filepath.Join(repo, "sub"), repo)},
-		{"dot_dot_never_above_the_repository", repo + "/sub/../../repo/sub", files(filepath.Join(repo, "sub"), repo)},
-		{"linked_directory_walks_the_repository", filepath.Join(repo, "out"), files(filepath.Join(repo, "out"), repo)},
+		{"dot_dot_cleaned_first", filepath.Join(repo, "sub", "deep", "..", "..", "sub"), files(filepath.Join(repo, "sub"), repo, filepath.Join(home, "src"), home)},
+		{"dot_dot_never_above_home", home + "/src/../../home/src", files(filepath.Join(home, "src"), home)},
+		{"linked_directory_walks_its_own_path", filepath.Join(repo, "out"), files(filepath.Join(repo, "out"), repo, filepath.Join(home, "src"), home)},
+		{"outside_home_dot_dot_never_above_the_repository", elsewhere + "/dir/../../repo/dir", files(filepath.Join(elsewhere, "dir"), elsewhere)},
 		{"outside_home_without_git_only_its_own", filepath.Join(root, "tmp", "x", "y"), files(filepath.Join(root, "tmp", "x", "y"))},
 		{"outside_home_in_a_repository", filepath.Join(elsewhere, "dir"), files(filepath.Join(elsewhere, "dir"), elsewhere)},
 		{"none", "", nil},
@@ -55,6 +56,40 @@ func TestProjectFilesLookup(t *testing.T) {
 				t.Errorf("ProjectFiles(%s) =\n  %q\nwant\n  %q", c.dir, got, c.want)
 			}
 		})
+	}
+	// Outside home, a .git counts only in a directory that is the user's
+	// own, reached through such directories: in a world-writable one (as
+	// /tmp) anyone can make a .git and a project file.
+	shared := filepath.Join(root, "shared")
+	must(t, os.MkdirAll(filepath.Join(shared, ".git"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(shared, "mine", "work"), 0o755))
+	must(t, os.Chmod(shared, 0o1777))
+	if got, want := ProjectFiles(filepath.Join(shared, "mine", "work"), home), files(filepath.Join(shared, "mine", "work")); !slices.Equal(got, want) {
+		t.Errorf("below a world-writable directory holding .git: %q, want only the session's own %q", got, want)
+	}
+	// A repository inside the shared directory, the user's own, still is one.
+	must(t, os.MkdirAll(filepath.Join(shared, "mine", ".git"), 0o755))
+	if got, want := ProjectFiles(filepath.Join(shared, "mine", "work"), home), files(filepath.Join(shared, "mine", "work"), filepath.Join(shared, "mine")); !slices.Equal(got, want) {
+		t.Errorf("in the user's own repository below a shared directory: %q, want %q", got, want)
+	}
+	// A directory on the way that only the group may write breaks the walk too.
+	groupDir := filepath.Join(root, "group")
+	must(t, os.MkdirAll(filepath.Join(groupDir, ".git"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(groupDir, "sub", "deeper"), 0o755))
+	must(t, os.Chmod(filepath.Join(groupDir, "sub"), 0o775))
+	if got, want := ProjectFiles(filepath.Join(groupDir, "sub", "deeper"), home), files(filepath.Join(groupDir, "sub", "deeper")); !slices.Equal(got, want) {
+		t.Errorf("through a group-writable directory: %q, want only the session's own %q", got, want)
+	}
+	if os.Getuid() != 0 {
+		t.Log("not root: the case of a repository owned by another user is not run (it needs chown)")
+	} else {
+		other := filepath.Join(root, "other")
+		must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
+		must(t, os.MkdirAll(filepath.Join(other, "mine"), 0o755))
+		must(t, os.Chown(other, 4242, 4242))
+		if got, want := ProjectFiles(filepath.Join(other, "mine"), home), files(filepath.Join(other, "mine")); !slices.Equal(got, want) {
+			t.Errorf("below a repository owned by another user (uid 4242): %q, want only the session's own %q", got, want)
+		}
 	}
 	if !holdsGit("/") {
 		if got := ProjectFiles("/", home); got != nil {
@@ -219,5 +254,41 @@ func TestNoProjectFileAboveHomeOrOutsideARepository(t *testing.T) {
 			}
 			must(t, os.Remove(c.file))
 		}
+	}
+}
+
+// TestProjectFilesStrictestModeAndRememberWin: among several trusted project
+// files, the strictest mode and the narrowest remember scope apply, whichever
+// file is nearer the session; a user's setting still beats them all.
+func TestProjectFilesStrictestModeAndRememberWin(t *testing.T) {
+	project := func(path, content string) *File {
+		t.Helper()
+		f, err := Parse(path, Project, content)
+		must(t, err)
+		f.Trusted = true
+		return f
+	}
+	for _, c := range []struct {
+		name           string
+		near, far      string
+		mode, remember string
+	}{
+		{"nearer_looser_mode_and_scope", "mode = \"bypass\"\nremember = \"user\"\n", "mode = \"plan\"\nremember = \"session\"\n", "plan", "session"},
+		{"nearer_stricter", "mode = \"dont-ask\"\nremember = \"project\"\n", "mode = \"accept-edits\"\nremember = \"user\"\n", "dont-ask", "project"},
+		{"dont_ask_beats_default", "mode = \"default\"\n", "mode = \"dont-ask\"\n", "dont-ask", ""},
+		{"only_the_far_one_sets_it", "", "mode = \"accept-edits\"\nremember = \"project\"\n", "accept-edits", "project"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := NewPolicy([]*File{project("/r/sub/.acp-broker.toml", c.near), project("/r/.acp-broker.toml", c.far)}, "", nil)
+			if p.Mode != c.mode || p.Remember != c.remember {
+				t.Errorf("mode %q, remember %q; want %q, %q", p.Mode, p.Remember, c.mode, c.remember)
+			}
+		})
+	}
+	user, err := Parse("/u/config.toml", User, "mode = \"bypass\"\nremember = \"user\"\n")
+	must(t, err)
+	p := NewPolicy([]*File{user, project("/r/.acp-broker.toml", "mode = \"plan\"\nremember = \"session\"\n")}, "", nil)
+	if p.Mode != "bypass" || p.Remember != "user" {
+		t.Errorf("with the user's settings: mode %q, remember %q; want the user's", p.Mode, p.Remember)
 	}
 }

@@ -682,8 +682,8 @@ Its ask and deny rules always apply; its allow rules and loosening settings
 apply only after you trust its exact content. Read the file first: this
 command records its path and SHA-256, and any later change to the file makes
 it untrusted again. A session reads the .acp-broker.toml of its directory
-and of each one above it up to the repository's root: each is trusted by
-itself, in its own directory.`,
+and of each one above it, up to your home inside it and up to the
+repository's root outside it: each is trusted by itself, in its own directory.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
