@@ -311,10 +311,11 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	if err != nil {
 		return agentStartError(err)
 	}
-	// While the agent starts: what brokers killed with SIGKILL left behind.
-	for _, dir := range mcp.RemoveDeadHubs(os.TempDir()) {
-		logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
-	}
+	// While the broker runs: what brokers killed with SIGKILL left behind,
+	// which must not delay the relay (the temporary directory may be full),
+	// and is stopped when the broker exits.
+	stopCleaning := removeDeadHubs(ctx, logger)
+	defer stopCleaning()
 	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
 	if err != nil {
 		started.Stop(opts.killGrace, logger)
@@ -349,6 +350,26 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 		return statusError(code)
 	}
 	return nil
+}
+
+// removeDeadHubs removes, in the background, the MCP socket directories of
+// this user's dead brokers (see mcp.RemoveDeadHubs). The function it
+// returns stops the removal and waits until it has stopped.
+func removeDeadHubs(ctx context.Context, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		removed := mcp.RemoveDeadHubs(ctx, os.TempDir())
+		for _, dir := range removed {
+			logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
+		}
+		logger.Debug("looked for dead brokers' MCP socket directories", "removed", len(removed))
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // agentStartError is the failure to start an agent that LookAgent found,
