@@ -373,15 +373,17 @@ func removeDeadHubs(ctx context.Context, logger *slog.Logger) (stop func()) {
 }
 
 // agentStartError is the failure to start an agent that LookAgent found,
-// with a shell's exit status: 127 when the system found no file to run (a
-// script whose #! interpreter is missing), 126 when the file cannot be run
-// (not a format the system runs, no permission), else 1.
+// with a shell's exit status when the system would not run the agent's
+// file: 127 when it found no file to run (a script whose #! interpreter is
+// missing), 126 when the file cannot be run (not a format the system runs,
+// no permission). Any other failure (the broker's or its keeper's own: no
+// descriptors or processes left, no keeper executable) is 1.
 func agentStartError(err error) error {
-	var errno syscall.Errno
+	var exec *session.AgentExecError
 	switch {
-	case !errors.As(err, &errno):
+	case !errors.As(err, &exec):
 		return userError(1, err.Error())
-	case errno == syscall.ENOENT:
+	case exec.Errno == syscall.ENOENT:
 		return userError(127, err.Error(), "if the agent is a script, check that the interpreter on its #! line exists")
 	}
 	return userError(126, err.Error(), "give the path of an executable file: a program, or a script starting with #!")
