@@ -78,10 +78,11 @@ type Governor interface {
 // proves with its entry's random token which server it speaks for.
 //
 // The directory (hubDirPrefix + random, in the temporary directory) also
-// holds a lock file, which the hub holds locked (flock) from before its
-// socket exists until after the directory is gone: a broker killed with
-// SIGKILL cannot remove its directory, and the lock, released by the kernel
-// with the process, tells the next broker that it may (RemoveDeadHubs).
+// holds a lock file, which the hub holds locked (flock) from before the
+// file has its name, and so before the socket exists, until after the
+// directory is gone: a broker killed with SIGKILL cannot remove its
+// directory, and the lock, released by the kernel with the process, tells
+// the next broker that it may (RemoveDeadHubs).
 type Hub struct {
 	// Exe is the broker's executable, which the agent starts as the proxy.
 	Exe     string
@@ -140,7 +141,11 @@ func (h *Hub) Listen() error {
 		os.RemoveAll(dir)
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, hubLockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	// The lock file is locked before it gets its name: a broker cleaning up
+	// (RemoveDeadHubs) never finds it free while this hub lives, nor holds
+	// it when this hub would take it.
+	unnamed := filepath.Join(dir, hubLockNewName)
+	lock, err := os.OpenFile(unnamed, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
@@ -149,6 +154,11 @@ func (h *Hub) Listen() error {
 		lock.Close()
 		os.RemoveAll(dir)
 		return fmt.Errorf("locking the MCP proxies' socket directory: %w", err)
+	}
+	if err := os.Rename(unnamed, filepath.Join(dir, hubLockName)); err != nil {
+		lock.Close()
+		os.RemoveAll(dir)
+		return err
 	}
 	path := filepath.Join(dir, hubSocketName)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
@@ -192,9 +202,23 @@ func (h *Hub) Close() error {
 // The names of a hub's directory (a prefix, in the temporary directory) and
 // of the files in it.
 const (
-	hubDirPrefix  = "acp-broker-mcp-"
-	hubLockName   = "lock"
-	hubSocketName = "s"
+	hubDirPrefix   = "acp-broker-mcp-"
+	hubLockName    = "lock"
+	hubLockNewName = "lock.new" // the lock file until it is locked
+	hubSocketName  = "s"
+)
+
+// The bounds of one RemoveDeadHubs: the temporary directory is shared by
+// every program of the user, the agent included, which may fill it.
+const (
+	deadHubsMaxEntries = 10000 // entries of the temporary directory read
+	deadHubsMaxDirs    = 100   // hubs' directories examined
+	deadHubsMaxTime    = 10 * time.Second
+	// abandonedAfter is how long a hub's directory must have stayed
+	// unchanged for a missing lock file or socket to mean that its broker
+	// died setting it up: a hub makes both moments after its directory,
+	// and each changes the directory.
+	abandonedAfter = 5 * time.Minute
 )
 
 // RemoveDeadHubs removes from tempDir (the temporary directory the hubs of
@@ -202,28 +226,62 @@ const (
 // is no longer running, and returns them. A directory is removed only if
 // it is a directory (not a link) owned by this user, and its hub is dead:
 //
-//   - its lock file is not locked (a live hub holds it locked), and its
-//     socket exists, which it does only once the lock was taken: a hub
-//     being set up at this moment, which has no lock file or no socket yet,
-//     is left alone;
-//   - or, for a directory made by a broker older than the lock file, its
-//     socket refuses connections (nobody listens on it).
+//   - its lock file is a regular file that is not locked (a live hub holds
+//     it locked from before it has that name), and the socket is there or
+//     the directory has not changed for abandonedAfter (a broker killed
+//     before it listened);
+//   - or it has no lock file, has not changed for abandonedAfter, and has
+//     no socket (a broker killed before it made its lock) or, as a broker
+//     older than the lock file leaves it, a socket that refuses
+//     connections (nobody listens on it).
 //
-// The lock is held while the directory is removed, so that two brokers
-// starting at once do not both remove it.
-func RemoveDeadHubs(tempDir string) []string {
-	entries, err := os.ReadDir(tempDir)
+// A directory being set up changed moments ago, so it is left alone. Only
+// the hub's own files go, then the directory if that left it empty; the
+// lock is held meanwhile, so that two brokers starting at once do not both
+// remove them. Nothing is opened in a way that could block: a FIFO or a
+// link where the lock file should be makes the directory no hub's.
+//
+// One call reads at most deadHubsMaxEntries entries of tempDir, examines
+// at most deadHubsMaxDirs hubs' directories, and stops after
+// deadHubsMaxTime or when ctx ends, whichever comes first: what is left
+// is for the next broker.
+func RemoveDeadHubs(ctx context.Context, tempDir string) []string {
+	ctx, cancel := context.WithTimeout(ctx, deadHubsMaxTime)
+	defer cancel()
+	return removeDeadHubs(ctx, tempDir, deadHubsMaxEntries, deadHubsMaxDirs)
+}
+
+// removeDeadHubs is RemoveDeadHubs with its bounds on entries and
+// directories given.
+func removeDeadHubs(ctx context.Context, tempDir string, maxEntries, maxDirs int) []string {
+	// O_DIRECTORY: a temporary directory that is no directory (a FIFO)
+	// fails at once instead of blocking the open.
+	fd, err := syscall.Open(tempDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
+	d := os.NewFile(uintptr(fd), tempDir)
+	defer d.Close()
 	var removed []string
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), hubDirPrefix) || !e.IsDir() {
-			continue
+	read, dirs := 0, 0
+	for read < maxEntries && dirs < maxDirs && ctx.Err() == nil {
+		entries, err := d.ReadDir(min(256, maxEntries-read))
+		read += len(entries)
+		for _, e := range entries {
+			if dirs == maxDirs || ctx.Err() != nil {
+				break
+			}
+			if !strings.HasPrefix(e.Name(), hubDirPrefix) || !e.IsDir() {
+				continue
+			}
+			dirs++
+			dir := filepath.Join(tempDir, e.Name())
+			if removeIfDead(ctx, dir) {
+				removed = append(removed, dir)
+			}
 		}
-		dir := filepath.Join(tempDir, e.Name())
-		if removeIfDead(dir) {
-			removed = append(removed, dir)
+		if err != nil {
+			break // io.EOF: every entry was read
 		}
 	}
 	return removed
@@ -231,7 +289,7 @@ func RemoveDeadHubs(tempDir string) []string {
 
 // removeIfDead removes a hub's directory if it is this user's and its hub
 // is dead (see RemoveDeadHubs), and reports whether it did.
-func removeIfDead(dir string) bool {
+func removeIfDead(ctx context.Context, dir string) bool {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
 		return false
@@ -239,33 +297,77 @@ func removeIfDead(dir string) bool {
 	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
 		return false
 	}
-	socket := filepath.Join(dir, hubSocketName)
-	lock, err := os.OpenFile(filepath.Join(dir, hubLockName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	abandoned := time.Since(fi.ModTime()) > abandonedAfter
+	lockPath, socket := filepath.Join(dir, hubLockName), filepath.Join(dir, hubSocketName)
+	lock, err := openLock(lockPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		if fi, err := os.Lstat(socket); err != nil || fi.Mode().Type() != fs.ModeSocket {
-			return false // a hub being set up, or not a hub's
+		if !abandoned {
+			return false // a hub being set up
 		}
-		conn, err := net.DialTimeout("unix", socket, time.Second)
-		if err == nil {
-			conn.Close()
-			return false // an older broker's live hub
+		sfi, err := os.Lstat(socket)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A broker killed before it made its lock file.
+		case err != nil || sfi.Mode().Type() != fs.ModeSocket:
+			return false // not a hub's
+		case !refuses(ctx, socket):
+			return false // an older broker's live hub, or no clear answer
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
+		// A hub makes its lock file before its socket: one that has it
+		// now is being set up after all, whatever the clock said.
+		if _, err := os.Lstat(lockPath); !errors.Is(err, fs.ErrNotExist) {
 			return false
 		}
-		return os.RemoveAll(dir) == nil
+		return removeHubDir(dir)
 	}
 	if err != nil {
-		return false
+		return false // not a hub's lock file
 	}
-	defer lock.Close()
-	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+	defer syscall.Close(lock)
+	if syscall.Flock(lock, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 		return false // held: the hub lives
 	}
-	if _, err := os.Lstat(socket); err != nil {
-		return false // a hub that has not listened yet, or a directory already removed
+	if sfi, err := os.Lstat(socket); (err != nil || sfi.Mode().Type() != fs.ModeSocket) && !abandoned {
+		return false // a directory already removed, or not a hub's yet
 	}
-	return os.RemoveAll(dir) == nil
+	return removeHubDir(dir)
+}
+
+// openLock opens a hub's lock file for flock, only if it is a regular
+// file: it follows no link and does not wait for a FIFO's writer (the
+// agent, running as the same user, can plant either).
+func openLock(path string) (int, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		return -1, errors.New("not a regular file")
+	}
+	return fd, nil
+}
+
+// refuses reports whether a Unix socket refuses connections: nobody
+// listens on it.
+func refuses(ctx context.Context, socket string) bool {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err == nil {
+		conn.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// removeHubDir removes a dead hub's files, the lock file last, and then
+// its directory, which stays if it holds anything else.
+func removeHubDir(dir string) bool {
+	for _, name := range []string{hubSocketName, hubLockNewName, hubLockName} {
+		os.Remove(filepath.Join(dir, name))
+	}
+	return os.Remove(dir) == nil
 }
 
 func (h *Hub) serve() {

@@ -3,6 +3,7 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // deadHubDir lays out in parent what a broker killed with SIGKILL leaves
@@ -37,6 +40,16 @@ func deadHubDir(t *testing.T, parent, name string, lock bool) string {
 	return dir
 }
 
+// abandon dates a directory back past abandonedAfter, as if its broker had
+// died an hour ago.
+func abandon(t *testing.T, dir string) {
+	t.Helper()
+	then := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, then, then); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
@@ -44,9 +57,9 @@ func exists(path string) bool {
 
 // TestRemoveDeadHubsRemovesOnlyDeadHubsOfThisUser: of the directories in
 // the temporary directory, only a dead hub's (its lock free and its socket
-// there; or, from an older broker, its socket refusing connections) is
-// removed. A live hub's, one being set up, a link, another user's and
-// anything not named as a hub's are left.
+// there; or, from an older broker and unchanged for long, its socket
+// refusing connections) is removed. A live hub's, one being set up, a
+// link, another user's and anything not named as a hub's are left.
 func TestRemoveDeadHubsRemovesOnlyDeadHubsOfThisUser(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -60,6 +73,7 @@ func TestRemoveDeadHubsRemovesOnlyDeadHubsOfThisUser(t *testing.T) {
 
 	dead := deadHubDir(t, tmp, hubDirPrefix+"dead", true)
 	olderDead := deadHubDir(t, tmp, hubDirPrefix+"older-dead", false)
+	abandon(t, olderDead)
 
 	olderLive := filepath.Join(tmp, hubDirPrefix+"older-live")
 	if err := os.Mkdir(olderLive, 0o700); err != nil {
@@ -109,7 +123,7 @@ func TestRemoveDeadHubsRemovesOnlyDeadHubsOfThisUser(t *testing.T) {
 		t.Log("not root: another user's directory is not tested")
 	}
 
-	removed := RemoveDeadHubs(tmp)
+	removed := RemoveDeadHubs(context.Background(), tmp)
 	slices.Sort(removed)
 	if want := []string{dead, olderDead}; !slices.Equal(removed, want) {
 		t.Errorf("removed %q, want %q", removed, want)
@@ -155,7 +169,7 @@ func TestRemoveDeadHubsSparesHubsStartingMeanwhile(t *testing.T) {
 			case <-done:
 				return
 			default:
-				removed = append(removed, RemoveDeadHubs(tmp)...)
+				removed = append(removed, RemoveDeadHubs(context.Background(), tmp)...)
 			}
 		}
 	}()
@@ -193,5 +207,134 @@ func TestRemoveDeadHubsSparesHubsStartingMeanwhile(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 		t.Errorf("the closed hubs left %v", fmt.Sprint(entries))
+	}
+}
+
+// TestRemoveDeadHubsSparesAFreshSocketWithoutLock: a directory without a
+// lock file whose socket refuses connections, made moments ago, is left
+// alone. It is what a hub being set up looks like to a broker that looked
+// for the lock just before the hub made it, then found the socket bound
+// but not yet listening; an older broker's hub looks so between bind and
+// listen too.
+func TestRemoveDeadHubsSparesAFreshSocketWithoutLock(t *testing.T) {
+	tmp := t.TempDir()
+	fresh := deadHubDir(t, tmp, hubDirPrefix+"binding", false)
+	if removed := RemoveDeadHubs(context.Background(), tmp); len(removed) > 0 {
+		t.Errorf("removed %q", removed)
+	}
+	if !exists(filepath.Join(fresh, hubSocketName)) {
+		t.Errorf("the socket of a hub being set up was removed")
+	}
+}
+
+// TestRemoveDeadHubsRemovesHalfMadeHubs: a broker killed while it set up
+// its hub leaves a directory with no lock file, or no socket; once it has
+// not changed for abandonedAfter it is removed, and not before.
+func TestRemoveDeadHubsRemovesHalfMadeHubs(t *testing.T) {
+	tmp := t.TempDir()
+	halfMade := func(name string, files ...string) string {
+		dir := filepath.Join(tmp, hubDirPrefix+name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	// Killed after MkdirTemp; after making the lock file, before locking
+	// and naming it; after locking it, before binding the socket.
+	var fresh, old []string
+	for name, files := range map[string][]string{"made": nil, "unnamed": {hubLockNewName}, "unlistened": {hubLockName}} {
+		fresh = append(fresh, halfMade(name, files...))
+		dir := halfMade("old-"+name, files...)
+		abandon(t, dir)
+		old = append(old, dir)
+	}
+	// One that holds something else besides: its hub's files go, the rest
+	// and the directory stay.
+	mixed := halfMade("mixed", hubLockName, "notes.txt")
+	abandon(t, mixed)
+
+	removed := RemoveDeadHubs(context.Background(), tmp)
+	slices.Sort(removed)
+	want := slices.Sorted(slices.Values(old))
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %q, want %q", removed, want)
+	}
+	for _, dir := range fresh {
+		if !exists(dir) {
+			t.Errorf("%s, made moments ago, was removed", dir)
+		}
+	}
+	if !exists(filepath.Join(mixed, "notes.txt")) {
+		t.Errorf("a file that is not a hub's was removed from %s", mixed)
+	}
+}
+
+// TestRemoveDeadHubsNeverWaits: the agent runs as the broker's user and
+// shares its temporary directory, so it can plant a FIFO where a hub's
+// lock file goes, or make the temporary directory itself a FIFO; opening
+// either for reading waits for a writer forever. The clean-up returns,
+// leaving them.
+func TestRemoveDeadHubsNeverWaits(t *testing.T) {
+	tmp := t.TempDir()
+	planted := deadHubDir(t, tmp, hubDirPrefix+"fifo", false)
+	fifo := filepath.Join(planted, hubLockName)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abandon(t, planted)
+	fifoTmp := filepath.Join(t.TempDir(), "tmp")
+	if err := syscall.Mkfifo(fifoTmp, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct{ tempDir, fifo string }{{tmp, fifo}, {fifoTmp, fifoTmp}} {
+		done := make(chan []string, 1)
+		go func() { done <- RemoveDeadHubs(context.Background(), c.tempDir) }()
+		select {
+		case removed := <-done:
+			if len(removed) > 0 {
+				t.Errorf("in %s: removed %q", c.tempDir, removed)
+			}
+		case <-time.After(waitTimeout):
+			t.Errorf("in %s: the clean-up is still waiting on the FIFO %s after %v", c.tempDir, c.fifo, waitTimeout)
+			// Let it go: a writer ends the reader's wait.
+			if w, err := os.OpenFile(c.fifo, os.O_WRONLY, 0); err == nil {
+				w.Close()
+			}
+			<-done
+		}
+	}
+	if !exists(fifo) {
+		t.Errorf("the planted FIFO was removed")
+	}
+}
+
+// TestRemoveDeadHubsIsBounded: one clean-up examines at most so many
+// entries of the temporary directory and so many hubs' directories, and
+// none once its context has ended; the next broker's finds the rest.
+func TestRemoveDeadHubsIsBounded(t *testing.T) {
+	tmp := t.TempDir()
+	const dead = 10
+	for i := range dead {
+		deadHubDir(t, tmp, fmt.Sprintf("%s%d", hubDirPrefix, i), true)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if removed := removeDeadHubs(ended, tmp, dead, dead); len(removed) > 0 {
+		t.Errorf("after its context ended, the clean-up removed %q", removed)
+	}
+	if removed := removeDeadHubs(context.Background(), tmp, 3, dead); len(removed) != 3 {
+		t.Errorf("allowed 3 entries, it removed %q", removed)
+	}
+	if removed := removeDeadHubs(context.Background(), tmp, dead, 2); len(removed) != 2 {
+		t.Errorf("allowed 2 directories, it removed %q", removed)
+	}
+	if removed := RemoveDeadHubs(context.Background(), tmp); len(removed) != dead-5 {
+		t.Errorf("the next clean-up removed %q, want the %d left", removed, dead-5)
 	}
 }

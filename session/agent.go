@@ -194,6 +194,12 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 	closeAll(inR, outW, errW, reportW)
 	if err != nil {
 		closeAll(inW, outR, errR, report)
+		// Without a keeper this was the agent's own exec; with one it was
+		// the keeper's, a failure of the broker's.
+		var errno syscall.Errno
+		if p.path == path && errors.As(err, &errno) {
+			err = agentExecError(err.Error(), errno)
+		}
 		return nil, nil, fmt.Errorf("starting agent: %w", err)
 	}
 	p.pid = p.child

@@ -28,30 +28,40 @@ func readKeeperReport(r *os.File) (int, error) {
 	if line == "" {
 		return 0, errors.New("the agent keeper exited before starting the agent")
 	}
-	// "errno N: MESSAGE" (see Keeper): the errno lets the broker's caller
-	// tell an agent it could not run (exit status 126) from one whose
-	// interpreter is missing (127), as it can without a keeper.
+	// "errno N: MESSAGE" (see Keeper): the errno tells an agent the system
+	// would not run (exit status 126, or 127 for a missing interpreter)
+	// from a keeper that could not fork, as it can without a keeper.
 	if rest, ok := strings.CutPrefix(line, "errno "); ok {
 		if n, msg, ok := strings.Cut(rest, ": "); ok {
 			if errno, err := strconv.Atoi(n); err == nil {
-				return 0, &keeperStartError{msg: msg, errno: syscall.Errno(errno)}
+				return 0, agentExecError(msg, syscall.Errno(errno))
 			}
 		}
 	}
 	return 0, errors.New(line)
 }
 
-// keeperStartError is the keeper's report that the agent could not be
-// started: its message, unwrapping to the errno of the failed exec.
-type keeperStartError struct {
-	msg   string
-	errno syscall.Errno
+// AgentExecError is the system's refusal to run the agent's file: its exec
+// failed with one of the errors that say why that file cannot be run
+// (ENOENT: it or its #! interpreter is missing). A failure of the broker or
+// the keeper themselves (no descriptors, no process left, no keeper
+// executable) is never one.
+type AgentExecError struct {
+	Message string
+	Errno   syscall.Errno
 }
 
-func (e *keeperStartError) Error() string { return e.msg }
-func (e *keeperStartError) Unwrap() error {
-	if e.errno == 0 {
-		return nil
+func (e *AgentExecError) Error() string { return e.Message }
+func (e *AgentExecError) Unwrap() error { return e.Errno }
+
+// agentExecError is the error of an exec of the agent that failed with
+// errno: an AgentExecError if errno is about the file run, else (a fork
+// that failed: EAGAIN, ENOMEM) a plain error with the same message.
+func agentExecError(msg string, errno syscall.Errno) error {
+	switch errno {
+	case syscall.ENOENT, syscall.EACCES, syscall.EPERM, syscall.ENOEXEC, syscall.ETXTBSY,
+		syscall.EISDIR, syscall.ENOTDIR, syscall.ELOOP, syscall.ENAMETOOLONG, syscall.EINVAL:
+		return &AgentExecError{Message: msg, Errno: errno}
 	}
-	return e.errno
+	return errors.New(msg)
 }

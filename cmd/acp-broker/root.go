@@ -311,10 +311,11 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	if err != nil {
 		return agentStartError(err)
 	}
-	// While the agent starts: what brokers killed with SIGKILL left behind.
-	for _, dir := range mcp.RemoveDeadHubs(os.TempDir()) {
-		logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
-	}
+	// While the broker runs: what brokers killed with SIGKILL left behind,
+	// which must not delay the relay (the temporary directory may be full),
+	// and is stopped when the broker exits.
+	stopCleaning := removeDeadHubs(ctx, logger)
+	defer stopCleaning()
 	engine, closeAudit, err := newEngine(opts, filepath.Base(agent[0]), logger)
 	if err != nil {
 		started.Stop(opts.killGrace, logger)
@@ -352,16 +353,38 @@ func runBroker(ctx context.Context, opts *rootOptions, agent []string, stdin io.
 	return nil
 }
 
+// removeDeadHubs removes, in the background, the MCP socket directories of
+// this user's dead brokers (see mcp.RemoveDeadHubs). The function it
+// returns stops the removal and waits until it has stopped.
+func removeDeadHubs(ctx context.Context, logger *slog.Logger) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		removed := mcp.RemoveDeadHubs(ctx, os.TempDir())
+		for _, dir := range removed {
+			logger.Debug("removed a dead broker's MCP socket directory", "dir", dir)
+		}
+		logger.Debug("looked for dead brokers' MCP socket directories", "removed", len(removed))
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // agentStartError is the failure to start an agent that LookAgent found,
-// with a shell's exit status: 127 when the system found no file to run (a
-// script whose #! interpreter is missing), 126 when the file cannot be run
-// (not a format the system runs, no permission), else 1.
+// with a shell's exit status when the system would not run the agent's
+// file: 127 when it found no file to run (a script whose #! interpreter is
+// missing), 126 when the file cannot be run (not a format the system runs,
+// no permission). Any other failure (the broker's or its keeper's own: no
+// descriptors or processes left, no keeper executable) is 1.
 func agentStartError(err error) error {
-	var errno syscall.Errno
+	var exec *session.AgentExecError
 	switch {
-	case !errors.As(err, &errno):
+	case !errors.As(err, &exec):
 		return userError(1, err.Error())
-	case errno == syscall.ENOENT:
+	case exec.Errno == syscall.ENOENT:
 		return userError(127, err.Error(), "if the agent is a script, check that the interpreter on its #! line exists")
 	}
 	return userError(126, err.Error(), "give the path of an executable file: a program, or a script starting with #!")
