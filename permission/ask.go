@@ -137,12 +137,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		if own || !ok {
 			return r.Option
 		}
-		kind := req.Kind
-		if params.lookalike {
-			// A question's or a plan's answer is the human's, as chosen.
-			kind = "switch_mode"
-		}
-		sent, agentRemembers := sentFor(params.Options, chosen, kind)
+		// A lookalike's answer too: its marks are the agent's to write, so
+		// only a real mode switch's answer is relayed as chosen.
+		sent, agentRemembers := sentFor(params.Options, chosen, req.Kind)
 		if agentRemembers != "" {
 			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", chosen.OptionID, "why", agentRemembers)
 			r.AgentRemembers = agentRemembers
