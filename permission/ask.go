@@ -113,6 +113,10 @@ type asking struct {
 	// editor was not asked.
 	completed   <-chan struct{}
 	onCompleted func(r Record, win func(Record, string))
+	// gaveUp, with the editor not to be asked, answers the request once
+	// every channel gave up without an answer: no human is left to ask
+	// but whoever looks at the local socket.
+	gaveUp func(withdraw context.CancelCauseFunc, r Record, win func(Record, string))
 }
 
 // ask puts a permission request to the human as the route says, and writes
@@ -286,13 +290,24 @@ func (e *Engine) route(q *asking) {
 		for _, ch := range a.Channels {
 			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
 		}
-		if !toEditor && q.editor {
+		switch {
+		case !toEditor && q.editor:
 			// When every channel gave up without an answer, a human must
 			// still be asked: the editor is the one place left.
 			go func() {
 				asked.Wait()
 				if ctx.Err() == nil && forward() {
 					e.Log.Warn("no channel could get an answer; asking the editor")
+				}
+			}()
+		case !q.editor && len(a.Channels) > 0:
+			// No place is left that prompts anyone: the request is
+			// answered rather than left waiting on the local socket.
+			go func() {
+				asked.Wait()
+				if ctx.Err() == nil {
+					e.Log.Warn("no channel could get an answer, and the editor is not asked")
+					q.gaveUp(withdraw, rec, win)
 				}
 			}()
 		}
@@ -348,7 +363,8 @@ func (e *Engine) route(q *asking) {
 
 // watchAsked answers a request put to a human when nobody did in time
 // (q.timedOut) or the editor cancelled the turn (cancelled), and withdraws
-// the channels' prompts of a question the agent completed, until ctx ends.
+// the channels' prompts of a question the agent completed, until ctx ends
+// (for a completed question the editor still has, until the call does).
 func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, forwarded func() bool, win func(Record, string)) {
 	var timeout <-chan time.Time
 	if q.a.Timeout > 0 {
@@ -358,6 +374,7 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 	}
 	c := q.c
 	cancelled := c.SessionCancelled()
+	completed, done := q.completed, ctx.Done()
 	for {
 		select {
 		case <-timeout:
@@ -373,13 +390,16 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 			r.Decision, r.Source = "cancelled", "cancel"
 			c.RespondCancelledAs(func() { win(r, "") })
 			return
-		case <-q.completed:
+		case <-completed:
 			withdraw(&notify.Outcome{By: "agent", Decision: "completed"})
 			if !forwarded() {
 				q.onCompleted(q.rec, win)
+				return
 			}
-			return
-		case <-ctx.Done():
+			// The editor still has it: the timeout and the turn's cancel
+			// still answer it, until the call ends (ctx is withdrawn).
+			completed, done = nil, c.Context().Done()
+		case <-done:
 			return
 		}
 	}

@@ -174,6 +174,11 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		r.Decision, r.Source, r.Reason = "cancel", "timeout", "nobody answered within "+shortDuration(a.Timeout)
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
+	ask.gaveUp = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
+		withdraw(&notify.Outcome{By: "broker", Decision: "cancel"})
+		r.Decision, r.Source, r.Reason = "cancel", "not answered", "every channel gave up without an answer, and the editor is not asked ([questions] answer_for_editor)"
+		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
+	}
 	if q.Mode == "url" {
 		ask.completed = c.ElicitationCompleted()
 		ask.onCompleted = func(r Record, win func(Record, string)) {
