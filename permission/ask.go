@@ -206,7 +206,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	}
 	q.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
 		opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
-		why := "nobody answered within " + shortDuration(a.Timeout)
+		why := nobodyAnswered(a.Timeout)
 		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny), Reason: why})
 		if ok {
 			r.Decision, r.Source, r.Option, r.OptionKd, r.Reason = string(rules.Deny), "timeout", opt.OptionID, opt.Kind, why
@@ -217,6 +217,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 	}
 	e.route(q)
+}
+
+// nobodyAnswered is the reason of an answer the [ask] timeout gave, for a
+// permission request and a question alike.
+func nobodyAnswered(timeout time.Duration) string {
+	return "nobody answered within " + shortDuration(timeout)
 }
 
 // route puts a request to a human as the Asker's route says, applies the

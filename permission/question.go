@@ -171,7 +171,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 	}
 	ask.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
 		withdraw(&notify.Outcome{By: "timeout", Decision: "cancel"})
-		r.Decision, r.Source, r.Reason = "cancel", "timeout", "nobody answered within "+shortDuration(a.Timeout)
+		r.Decision, r.Source, r.Reason = "cancel", "timeout", nobodyAnswered(a.Timeout)
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
 	ask.gaveUp = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
