@@ -11,8 +11,9 @@ import (
 // The tests in this file pin the requests that only look like permissions
 // (the README's "What is decided"): a question, a plan review or a mode
 // switch in the shape of a permission request goes to the editor whatever
-// the rules, the remembered answers and the mode say, the human's answer
-// reaches the agent as chosen, and nothing is remembered of it.
+// the rules, the remembered answers and the mode allow (what they deny
+// stays denied), the human's answer reaches the agent as for any request
+// (as chosen for a mode switch), and nothing is remembered of it.
 
 // allowEverythingRules allows every kind, fetch, URL, command and title.
 const allowEverythingRules = `
@@ -78,7 +79,11 @@ func TestLookalikesGoToTheEditor(t *testing.T) {
 				{"an_ordinary_fetch_is_allowed", func() {
 					d.decided(permission(`"f1"`, `{"toolCallId":"toolu_f1","kind":"fetch","title":"Fetch https://mcp.linear.app/authorize?state=x","rawInput":{"url":"https://mcp.linear.app/authorize?state=x"}}`, codexConsentOptions), "accept")
 				}},
-				{"codex_consent_answered_always", func() { asIs(permission(`"c1"`, codexConsent("elicitation-e1"), codexConsentOptions), "allow_session") }},
+				{"codex_consent_answered_always_relayed_once", func() {
+					// Its marks are the agent's to write: an always answer
+					// reaches it as the once option, as for any request.
+					d.askedThen(permission(`"c1"`, codexConsent("elicitation-e1"), codexConsentOptions), selected(`"c1"`, "allow_session"), selected(`"c1"`, "accept"))
+				}},
 				{"codex_consent_again_after_always", func() { asIs(permission(`"c2"`, codexConsent("elicitation-e1"), codexConsentOptions), "accept") }},
 				{"codex_consent_id_in_another_case", func() { asIs(permission(`"c3"`, codexConsent("ELICITATION-e2"), codexConsentOptions), "decline") }},
 				{"codex_message_only_form", func() {
@@ -91,7 +96,7 @@ func TestLookalikesGoToTheEditor(t *testing.T) {
 					asIs(permission(`"p2"`, `{"toolCallId":"plan-review:item_2","kind":"SWITCH_MODE","title":"Implement this plan?"}`, codexPlanOptions), "revise_plan")
 				}},
 				{"claude_exit_plan_named_in_meta_only", func() {
-					asIs(permission(`"p3"`, `{"toolCallId":"toolu_p3","title":"Approve Plan","rawInput":{"plan":"1. edit"},"_meta":{"claudeCode":{"toolName":"ExitPlanMode"}}}`, claudeExitPlanOptions), "exit-plan-auto")
+					asIs(permission(`"p3"`, `{"toolCallId":"toolu_p3","title":"Approve Plan","kind":"switch_mode","rawInput":{"plan":"1. edit"},"_meta":{"claudeCode":{"toolName":"ExitPlanMode"}}}`, claudeExitPlanOptions), "exit-plan-auto")
 				}},
 				{"claude_exit_plan_announced", func() {
 					d.AgentToEditor(toolCallUpdate("tool_call", `"toolCallId":"toolu_p4","name":"ExitPlanMode","title":"Approve Plan","kind":"switch_mode","status":"pending","rawInput":{"plan":"1. edit"}`))
@@ -139,7 +144,6 @@ func TestLookalikesGoToTheEditorInACPv2(t *testing.T) {
 	d.noisy = true
 	for _, c := range []struct{ name, req, option string }{
 		{"tool_call_subject", v2Permission(`"v1"`, `"MCP server requests to open a URL"`, `{"type":"tool_call","toolCall":`+codexConsent("elicitation-v1")+`}`, codexConsentOptions), "accept"},
-		{"command_subject", v2Permission(`"v2"`, `"ls"`, `{"type":"command","command":"ls","cwd":"$CWD","toolCallId":"elicitation-v2"}`, codexConsentOptions), "decline"},
 		{"plan_review_subject", v2Permission(`"v3"`, `"Implement this plan?"`, `{"type":"tool_call","toolCall":{"toolCallId":"plan-review:item_3","kind":"switch_mode","title":"Implement this plan?"}}`, codexPlanOptions), "implement_plan"},
 	} {
 		if !d.step(t, c.name, func() {
@@ -148,6 +152,12 @@ func TestLookalikesGoToTheEditorInACPv2(t *testing.T) {
 		}) {
 			return
 		}
+	}
+	// A command wearing a question's id is a command: the rules decide it.
+	if !d.step(t, "command_subject", func() {
+		d.decided(v2Permission(`"v2"`, `"ls"`, `{"type":"command","command":"ls","cwd":"$CWD","toolCallId":"elicitation-v2"}`, codexConsentOptions), "accept")
+	}) {
+		return
 	}
 	d.finish()
 }
@@ -159,10 +169,59 @@ func TestLookalikeAlwaysRemembersNothing(t *testing.T) {
 	t.Parallel()
 	d := startDecider(t, deciderOptions{})
 	consent := permission(`"c1"`, codexConsent("elicitation-e1"), codexConsentOptions)
-	d.askedThen(consent, selected(`"c1"`, "allow_session"), selected(`"c1"`, "allow_session"))
+	d.askedThen(consent, selected(`"c1"`, "allow_session"), selected(`"c1"`, "accept"))
 	fetch := permission(`"f1"`, `{"toolCallId":"toolu_f1","kind":"fetch","title":"Fetch https://mcp.linear.app/issues","rawInput":{"url":"https://mcp.linear.app/issues"}}`, codexConsentOptions)
 	d.asked(fetch, selected(`"f1"`, "decline"))
 	again := permission(`"c2"`, codexConsent("elicitation-e2"), codexConsentOptions)
 	d.askedThen(again, selected(`"c2"`, "accept"), selected(`"c2"`, "accept"))
+	d.finish()
+}
+
+// TestLookalikeMarksCannotLowerADeny: a lookalike's marks are the agent's to
+// write, so they only make a request more guarded: a force push wearing a
+// question's or a plan's id is denied by the rule that denies it, and so is
+// a consent page's fetch of a URL a rule denies; a command wearing one is a
+// command, decided by the rules; a fetch the rules allow wearing one is
+// asked, and an always answer reaches the agent as the once option.
+func TestLookalikeMarksCannotLowerADeny(t *testing.T) {
+	t.Parallel()
+	d := startDecider(t, deciderOptions{rules: decideRules + `
+[[rule]]
+id = "no-evil"
+decision = "deny"
+url = "https://evil.example/*"
+
+[[rule]]
+id = "linear-fetch"
+decision = "allow"
+kind = "fetch"
+url = "https://mcp.linear.app/*"
+`})
+	forcePush := func(id string) string {
+		return `{"toolCallId":"` + id + `","title":"git push --force origin main","kind":"execute","rawInput":{"command":"git push --force origin main","description":"Force push"}}`
+	}
+	steps := []struct {
+		name string
+		f    func()
+	}{
+		{"force_push_as_a_question_denied", func() { d.decided(permission(`1`, forcePush("elicitation-1"), claudeNewOptions), "reject") }},
+		{"force_push_as_a_plan_review_denied", func() {
+			d.decided(permission(`2`, forcePush("plan-review:item_1"), claudeExitPlanOptions), "reject")
+		}},
+		{"denied_url_as_a_consent_page_denied", func() {
+			d.decided(permission(`3`, `{"toolCallId":"elicitation-2","kind":"fetch","title":"MCP server requests to open a URL","rawInput":{"serverName":"linear","url":"https://evil.example/upload"}}`, claudeNewOptions), "reject")
+		}},
+		{"allowed_command_as_a_question_is_a_command", func() {
+			d.decided(permission(`4`, `{"toolCallId":"elicitation-3","title":"git status","kind":"execute","rawInput":{"command":"git status"}}`, claudeNewOptions), "allow-once")
+		}},
+		{"allowed_fetch_as_a_question_asked_always_relayed_once", func() {
+			d.askedThen(permission(`5`, codexConsent("elicitation-4"), claudeNewOptions), selected(`5`, "allow-with-updates"), selected(`5`, "allow-once"))
+		}},
+	}
+	for _, s := range steps {
+		if !d.step(t, s.name, s.f) {
+			return
+		}
+	}
 	d.finish()
 }

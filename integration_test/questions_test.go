@@ -640,3 +640,78 @@ func TestUncheckableSchemaGoesToTheEditor(t *testing.T) {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
+
+// TestQuestionsRefusedFailClosed: refuse_url declines a question it cannot
+// read exactly (a member repeated in another letter case, a non-string
+// member) and a mode "url" in any letter case, and refuse_sessions one whose
+// sessionId a peer may read as another session: none reaches the editor.
+func TestQuestionsRefusedFailClosed(t *testing.T) {
+	s, dir := questionBroker(t, "[questions]\nrefuse_url = true\n")
+	openSession(t, s, "s1")
+	for i, params := range []string{
+		`{"sessionId":"s1","mode":"form","Mode":"url","message":"Sign in","url":"https://deploy.example/login","elicitationId":"el-1"}`,
+		`{"sessionId":"s1","mode":"url","message":"Sign in","url":"https://deploy.example/login","elicitationId":"el-2","toolCallId":7}`,
+		`{"sessionId":"s1","mode":"url","message":["Sign in"],"url":"https://deploy.example/login","elicitationId":"el-3"}`,
+		`{"sessionId":"s1","mode":"URL","message":"Sign in","url":"https://deploy.example/login","elicitationId":"el-4"}`,
+	} {
+		s.AgentSend(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":%s}`, i+1, params))
+		s.AgentExpect(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"action":"decline"}}`, i+1))
+	}
+	s.Finish()
+	lines := questionLines(t, dir)
+	if len(lines) != 4 {
+		t.Fatalf("audit: %+v", lines)
+	}
+	for _, l := range lines {
+		if l.Decision != "decline" || l.Source != "questions" || !strings.Contains(l.Reason, "refuse_url") {
+			t.Errorf("audit: %+v", l)
+		}
+	}
+
+	s, dir = questionBroker(t, "[questions]\nrefuse_sessions = [\"s2\"]\n")
+	openSession(t, s, "s1")
+	openSession(t, s, "s2")
+	s.AgentSend(`{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"sessionId":"s1","SessionId":"s2","mode":"form","message":"Deploy where?","requestedSchema":` + deploySchema + `}}`)
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"decline"}}`)
+	s.Finish()
+	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Source != "questions" || !strings.Contains(lines[0].Reason, "refuse_sessions") {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// TestCompletedURLQuestionStillTimesOut: a URL question the editor has,
+// completed by the agent (elicitation/complete), still gets the [ask]
+// timeout's cancel when the editor never answers.
+func TestCompletedURLQuestionStillTimesOut(t *testing.T) {
+	s, dir := questionBroker(t, "[ask]\ntimeout = \"3s\"\n")
+	openSession(t, s, "s1")
+	s.AgentToEditor(urlQuestion("5", "s1", "https://deploy.example/login", "el-5"))
+	s.AgentToEditor(`{"jsonrpc":"2.0","method":"elicitation/complete","params":{"elicitationId":"el-5"}}`)
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"cancel"}}`)
+	s.EditorExpect(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}`)
+	s.Finish()
+	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" || lines[0].Reason != "nobody answered within 3s" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// TestQuestionCancelledWhenEveryChannelGivesUp: with answer_for_editor, a
+// question every channel gave up on is answered cancel, with its audit
+// line, rather than left waiting on the local socket; the editor never
+// sees it.
+func TestQuestionCancelledWhenEveryChannelGivesUp(t *testing.T) {
+	dir := t.TempDir()
+	script := answeringChannel(t, dir, map[string]string{}) // exits 1
+	s, brokerDir := questionBroker(t, "[questions]\nanswer_for_editor = true\n"+channelCfg("both", "", script))
+	s.EditorSend(msgInitialize)
+	s.AgentRecv() // the rewritten initialize
+	s.AgentToEditor(msgInitialized)
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"cancel"}}`)
+	s.AgentToEditor(msgMarker) // the editor saw nothing of it
+	s.Finish()
+	if lines := questionLines(t, brokerDir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "not answered" || !strings.Contains(lines[0].Reason, "every channel gave up") {
+		t.Fatalf("audit: %+v", lines)
+	}
+}

@@ -113,6 +113,10 @@ type asking struct {
 	// editor was not asked.
 	completed   <-chan struct{}
 	onCompleted func(r Record, win func(Record, string))
+	// gaveUp, with the editor not to be asked, answers the request once
+	// every channel gave up without an answer: no human is left to ask
+	// but whoever looks at the local socket.
+	gaveUp func(withdraw context.CancelCauseFunc, r Record, win func(Record, string))
 }
 
 // ask puts a permission request to the human as the route says, and writes
@@ -137,12 +141,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		if own || !ok {
 			return r.Option
 		}
-		kind := req.Kind
-		if params.lookalike {
-			// A question's or a plan's answer is the human's, as chosen.
-			kind = "switch_mode"
-		}
-		sent, agentRemembers := sentFor(params.Options, chosen, kind)
+		// A lookalike's answer too: its marks are the agent's to write, so
+		// only a real mode switch's answer is relayed as chosen.
+		sent, agentRemembers := sentFor(params.Options, chosen, req.Kind)
 		if agentRemembers != "" {
 			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", chosen.OptionID, "why", agentRemembers)
 			r.AgentRemembers = agentRemembers
@@ -205,7 +206,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 	}
 	q.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
 		opt, ok := pickFor(params.Options, []string{"reject_once", "reject_always"})
-		why := "nobody answered within " + shortDuration(a.Timeout)
+		why := nobodyAnswered(a.Timeout)
 		withdraw(&notify.Outcome{By: "timeout", Decision: string(rules.Deny), Reason: why})
 		if ok {
 			r.Decision, r.Source, r.Option, r.OptionKd, r.Reason = string(rules.Deny), "timeout", opt.OptionID, opt.Kind, why
@@ -216,6 +217,12 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		}
 	}
 	e.route(q)
+}
+
+// nobodyAnswered is the reason of an answer the [ask] timeout gave, for a
+// permission request and a question alike.
+func nobodyAnswered(timeout time.Duration) string {
+	return "nobody answered within " + shortDuration(timeout)
 }
 
 // route puts a request to a human as the Asker's route says, applies the
@@ -289,13 +296,24 @@ func (e *Engine) route(q *asking) {
 		for _, ch := range a.Channels {
 			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
 		}
-		if !toEditor && q.editor {
+		switch {
+		case !toEditor && q.editor:
 			// When every channel gave up without an answer, a human must
 			// still be asked: the editor is the one place left.
 			go func() {
 				asked.Wait()
 				if ctx.Err() == nil && forward() {
 					e.Log.Warn("no channel could get an answer; asking the editor")
+				}
+			}()
+		case !q.editor && len(a.Channels) > 0:
+			// No place is left that prompts anyone: the request is
+			// answered rather than left waiting on the local socket.
+			go func() {
+				asked.Wait()
+				if ctx.Err() == nil {
+					e.Log.Warn("no channel could get an answer, and the editor is not asked")
+					q.gaveUp(withdraw, rec, win)
 				}
 			}()
 		}
@@ -351,7 +369,8 @@ func (e *Engine) route(q *asking) {
 
 // watchAsked answers a request put to a human when nobody did in time
 // (q.timedOut) or the editor cancelled the turn (cancelled), and withdraws
-// the channels' prompts of a question the agent completed, until ctx ends.
+// the channels' prompts of a question the agent completed, until ctx ends
+// (for a completed question the editor still has, until the call does).
 func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, forwarded func() bool, win func(Record, string)) {
 	var timeout <-chan time.Time
 	if q.a.Timeout > 0 {
@@ -361,6 +380,7 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 	}
 	c := q.c
 	cancelled := c.SessionCancelled()
+	completed, done := q.completed, ctx.Done()
 	for {
 		select {
 		case <-timeout:
@@ -376,13 +396,16 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 			r.Decision, r.Source = "cancelled", "cancel"
 			c.RespondCancelledAs(func() { win(r, "") })
 			return
-		case <-q.completed:
+		case <-completed:
 			withdraw(&notify.Outcome{By: "agent", Decision: "completed"})
 			if !forwarded() {
 				q.onCompleted(q.rec, win)
+				return
 			}
-			return
-		case <-ctx.Done():
+			// The editor still has it: the timeout and the turn's cancel
+			// still answer it, until the call ends (ctx is withdrawn).
+			completed, done = nil, c.Context().Done()
+		case <-done:
 			return
 		}
 	}

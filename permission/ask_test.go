@@ -71,3 +71,13 @@ func TestAskWatchesARequestWithOneGoroutine(t *testing.T) {
 		t.Fatalf("the audit log holds no unanswered line:\n%s", log)
 	}
 }
+
+// TestNobodyAnswered: a timeout's reason gives its duration as people write
+// it (the question's said 5m0s once).
+func TestNobodyAnswered(t *testing.T) {
+	for d, want := range map[time.Duration]string{5 * time.Minute: "nobody answered within 5m", 90 * time.Minute: "nobody answered within 1h30m", 300 * time.Millisecond: "nobody answered within 300ms"} {
+		if got := nobodyAnswered(d); got != want {
+			t.Errorf("nobodyAnswered(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -54,8 +54,11 @@ type Record struct {
 	// option, what that answer would remember (each entry's matcher), or
 	// "nothing (why)".
 	Always string `json:"always,omitempty"`
-	// Refused lists the answers refused for this request and why: an
-	// answer on the local socket from one of the agent's own processes.
+	// Refused lists the answers refused for this request and why, each
+	// prefixed by where it came from: an answer on the local socket from
+	// one of the agent's own processes, and a channel's answer that
+	// answers nothing (an option the request does not offer, content that
+	// does not fit a question's form, an action ACP does not define).
 	Refused []string `json:"refused,omitempty"`
 	// Remembered lists the entries an "always" answer was remembered as, or
 	// says why it was not.

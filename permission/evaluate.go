@@ -118,10 +118,11 @@ func Evaluate(in Inputs) Evaluation {
 			ev.Verdict = announced
 		}
 	}
-	if source, reason := lookalikeOf(params, req); source != "" {
+	if source, reason := lookalikeOf(params, req); source != "" && ev.Verdict.Decision != rules.Deny {
 		// Not a permission at all (see lookalikeOf): whatever the rules,
-		// the remembered answers, the defaults and the mode said, a human
-		// answers it.
+		// the remembered answers, the defaults and the mode allowed, a
+		// human answers it. What they deny stays denied: the marks are the
+		// agent's own to write.
 		ev.Verdict.Decision, ev.Verdict.Source, ev.Verdict.Rule, ev.Verdict.Reason = rules.Ask, source, nil, reason
 		ev.Lookalike = true
 		ev.params.lookalike = true

@@ -21,7 +21,8 @@ import (
 //   - codex-acp 2.x, without client elicitation support, turns an MCP
 //     server's URL elicitation (OAuth consent) into a `kind: fetch` request
 //     whose toolCallId is "elicitation-<id>", and a message-only form
-//     into one whose toolCallId is "elicitation:<session>:<server>:<n>";
+//     into a `kind: other` one whose toolCallId is
+//     "<session>:elicitation:<server>:<n>";
 //   - codex-acp 2.x asks to implement a plan as `kind: switch_mode` with
 //     toolCallId "plan-review:<item>" (options implement_plan, revise_plan);
 //   - claude-agent-acp asks to leave plan mode (ExitPlanMode, options
@@ -29,19 +30,30 @@ import (
 //     the tool named in `name` and `_meta.claudeCode.toolName`;
 //   - any agent may ask to switch modes with `kind: switch_mode`.
 //
-// Each mark is read in any letter case: a mark that reads as one only to
-// some peer still makes the request one that a human answers, which is
-// never less safe than a decision.
+// A mark counts only in the shape its agent sends it (a question's with
+// its kind, a plan's with kind switch_mode or none, neither with a command
+// or a path): the agent chooses its ids and options, and a command that
+// wears one is a command. Each mark is read in any letter case. A lookalike
+// is asked where the rules would allow it, never where they deny (see
+// Evaluate): the marks are the agent's to write, so they may only make a
+// request more guarded.
 
 // lookalikeOf says what a permission request really asks, as the Source of
 // its audit line, and why a human answers it; "" when it is a permission.
 func lookalikeOf(params permissionParams, req *rules.Request) (source, reason string) {
 	id, _ := jsonrpc.String(params.ToolCall, "toolCallId")
 	lower := strings.ToLower(id)
-	switch {
-	case strings.HasPrefix(lower, "elicitation-"), strings.HasPrefix(lower, "elicitation:"):
+	kind := strings.ToLower(req.Kind)
+	acts := req.Script != nil || len(req.Paths) > 0
+	question := !acts && ((kind == "fetch" && strings.HasPrefix(lower, "elicitation-")) ||
+		(kind == "other" && (strings.HasPrefix(lower, "elicitation:") || strings.Contains(lower, ":elicitation:"))))
+	if question {
 		return "question", fmt.Sprintf("the agent asks a question as a permission request (tool call %q, an MCP server's elicitation): only a human answers it", notify.OneLine(id))
-	case strings.HasPrefix(lower, "plan-review:"):
+	}
+	if acts || (kind != "" && kind != "switch_mode") {
+		return "", ""
+	}
+	if strings.HasPrefix(lower, "plan-review:") {
 		return "plan review", fmt.Sprintf("the agent asks to implement a plan (tool call %q): only a human agrees to a plan", notify.OneLine(id))
 	}
 	switch tool := strings.ToLower(req.ToolName); tool {
@@ -53,7 +65,7 @@ func lookalikeOf(params permissionParams, req *rules.Request) (source, reason st
 			return "plan review", fmt.Sprintf("the agent offers %q, an answer to a plan review: only a human agrees to a plan", notify.OneLine(o.OptionID))
 		}
 	}
-	if strings.EqualFold(req.Kind, "switch_mode") {
+	if kind == "switch_mode" {
 		return "switch_mode", "a mode switch always goes to the human"
 	}
 	return "", ""

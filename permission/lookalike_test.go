@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/acp-broker/acp-broker/rules"
@@ -48,7 +49,6 @@ func TestLookalikesAreAlwaysAsked(t *testing.T) {
 		{"the id in another case", `{"toolCall":{"toolCallId":"ELICITATION-e1","kind":"fetch","rawInput":{"url":"https://mcp.linear.app/authorize"}},"options":` + codexURL + `}`, "question"},
 		{"codex message-only form", `{"toolCall":{"toolCallId":"elicitation:sess:linear:1","kind":"other","title":"Question from MCP server","rawInput":{"serverName":"linear","description":"Go on?"}},"options":` + codexURL + `}`, "question"},
 		{"v2 tool_call subject", `{"title":"Open a URL","subject":{"type":"tool_call","toolCall":{"toolCallId":"elicitation-e2","kind":"fetch","rawInput":{"url":"https://x.example/"}}},"options":` + codexURL + `}`, "question"},
-		{"v2 command subject", `{"title":"ls","subject":{"type":"command","command":"ls","cwd":"/tmp","toolCallId":"elicitation-e3"},"options":` + codexURL + `}`, "question"},
 		{"codex plan review", `{"toolCall":{"toolCallId":"plan-review:item_1","kind":"switch_mode","title":"Implement this plan?","rawInput":{"plan":"1. x"}},"options":` + plan + `}`, "plan review"},
 		{"a plan review of no kind", `{"toolCall":{"toolCallId":"Plan-Review:item_2","title":"Implement this plan?"},"options":` + plan + `}`, "plan review"},
 		{"the plan's options alone", `{"toolCall":{"toolCallId":"call_1","title":"Implement this plan?"},"options":` + plan + `}`, "plan review"},
@@ -60,6 +60,14 @@ func TestLookalikesAreAlwaysAsked(t *testing.T) {
 	for _, mode := range []string{"default", "bypass", "dont-ask", "plan", "accept-edits"} {
 		for _, c := range cases {
 			ev := Evaluate(Inputs{Params: json.RawMessage(c.params), Session: session.Info{ID: "s", Cwd: "/tmp", Opened: true}, Policy: policy, Mode: mode})
+			if mode == "plan" && !strings.Contains(c.params, `"kind":"switch_mode"`) {
+				// Plan mode denies what does not read, and a deny stays
+				// one, whatever the request's marks.
+				if ev.Decision != rules.Deny || ev.Lookalike {
+					t.Errorf("%s in mode plan: %s (%s: %s), lookalike %v; want denied", c.name, ev.Decision, ev.Source, ev.Reason, ev.Lookalike)
+				}
+				continue
+			}
 			if ev.Decision != rules.Ask || ev.Source != c.source || !ev.Lookalike || ev.Reason == "" {
 				t.Errorf("%s in mode %s: %s (%s: %s), lookalike %v; want ask (%s)", c.name, mode, ev.Decision, ev.Source, ev.Reason, ev.Lookalike, c.source)
 			}
@@ -70,6 +78,10 @@ func TestLookalikesAreAlwaysAsked(t *testing.T) {
 	for _, params := range []string{
 		`{"toolCall":{"toolCallId":"toolu_9","kind":"fetch","title":"Fetch https://mcp.linear.app/authorize","rawInput":{"url":"https://mcp.linear.app/authorize"}},"options":` + codexURL + `}`,
 		`{"toolCall":{"toolCallId":"call_elicitation-1","kind":"other","title":"Question from MCP server"},"options":` + codexURL + `}`,
+		// The marks in the wrong shape: a command, a read of a file.
+		`{"title":"ls","subject":{"type":"command","command":"ls","cwd":"/tmp","toolCallId":"elicitation-e3"},"options":` + codexURL + `}`,
+		`{"toolCall":{"toolCallId":"elicitation-e4","kind":"execute","title":"ls","rawInput":{"command":"ls"}},"options":` + codexURL + `}`,
+		`{"toolCall":{"toolCallId":"plan-review:item_9","kind":"read","title":"Read x","locations":[{"path":"/tmp/x"}]},"options":` + plan + `}`,
 	} {
 		ev := Evaluate(Inputs{Params: json.RawMessage(params), Session: session.Info{ID: "s", Cwd: "/tmp", Opened: true}, Policy: policy, Mode: "default"})
 		if ev.Decision != rules.Allow || ev.Lookalike {

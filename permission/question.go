@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -35,10 +36,14 @@ func readQuestion(params json.RawMessage) (questionParams, error) {
 	if err != nil {
 		return q, err
 	}
-	for name, dst := range map[string]*string{"mode": &q.Mode, "message": &q.Message, "url": &q.URL, "elicitationId": &q.ElicitationID, "toolCallId": &q.ToolCallID} {
-		if v, ok := members[name]; ok && !jsonrpc.IsNull(v) {
-			if err := json.Unmarshal(v, dst); err != nil {
-				return q, fmt.Errorf("%q is not a string", name)
+	// In a fixed order: the first error is the one the audit line names.
+	for _, m := range []struct {
+		name string
+		dst  *string
+	}{{"mode", &q.Mode}, {"message", &q.Message}, {"url", &q.URL}, {"elicitationId", &q.ElicitationID}, {"toolCallId", &q.ToolCallID}} {
+		if v, ok := members[m.name]; ok && !jsonrpc.IsNull(v) {
+			if err := json.Unmarshal(v, m.dst); err != nil {
+				return q, fmt.Errorf("%q is not a string", m.name)
 			}
 		}
 	}
@@ -78,9 +83,17 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 	rec.Mode, rec.ToolCallID = q.Mode, q.ToolCallID
 
 	settings := e.questionSettings(c.Session)
+	// Fail closed: a question the broker cannot read exactly may be a URL
+	// question, or another session's, to a peer.
 	switch {
-	case readErr == nil && q.Mode == "url" && settings.RefuseURL:
+	case settings.RefuseURL && readErr != nil:
+		answerNow("decline", "questions", "[questions] refuse_url declines a question that cannot be read exactly ("+readErr.Error()+"): it may be a URL-mode question")
+		return
+	case settings.RefuseURL && strings.EqualFold(q.Mode, "url"):
 		answerNow("decline", "questions", "[questions] refuse_url declines every URL-mode question")
+		return
+	case len(settings.RefuseSessions) > 0 && !sessionReadExactly(c):
+		answerNow("decline", "questions", "[questions] refuse_sessions declines a question whose session cannot be read exactly: it may be a session it names")
 		return
 	case c.Session.ID != "" && (slices.Contains(settings.RefuseSessions, c.Session.ID) || (c.Session.Root != "" && slices.Contains(settings.RefuseSessions, c.Session.Root))):
 		answerNow("decline", "questions", "[questions] refuse_sessions names this session")
@@ -158,7 +171,12 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 	}
 	ask.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
 		withdraw(&notify.Outcome{By: "timeout", Decision: "cancel"})
-		r.Decision, r.Source, r.Reason = "cancel", "timeout", fmt.Sprintf("nobody answered within %v", a.Timeout)
+		r.Decision, r.Source, r.Reason = "cancel", "timeout", nobodyAnswered(a.Timeout)
+		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
+	}
+	ask.gaveUp = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
+		withdraw(&notify.Outcome{By: "broker", Decision: "cancel"})
+		r.Decision, r.Source, r.Reason = "cancel", "not answered", "every channel gave up without an answer, and the editor is not asked ([questions] answer_for_editor)"
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
 	if q.Mode == "url" {
@@ -169,6 +187,22 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		}
 	}
 	e.route(ask)
+}
+
+// sessionReadExactly reports whether a question names its session in one
+// sessionId member, spelled so, holding a string: the session the broker
+// knows it by is then the one every peer reads.
+func sessionReadExactly(c *session.Call) bool {
+	names := jsonrpc.Namesakes(c.Params, "sessionId")
+	if names == nil {
+		return false
+	}
+	raw, ok := jsonrpc.Only(names[0], "sessionId")
+	if !ok {
+		return false
+	}
+	id, ok := jsonrpc.String(c.Params, "sessionId")
+	return ok && raw[0] == '"' && id == c.Session.ID && id != ""
 }
 
 // questionSettings are the [questions] settings for a session's directory;
@@ -274,7 +308,7 @@ func (e *Engine) RewriteInitialize(m *jsonrpc.Message) ([]byte, string) {
 	}
 	e.answeringForEditor.Store(true)
 	note := `added ` + container + `.elicitation.form ([questions] answer_for_editor): the editor did not advertise it, so the broker answers the agent's questions through the channels`
-	_ = e.write(Record{Method: "initialize", Decision: "rewritten", Source: "questions", Reason: note})
+	_ = e.write(Record{Method: "initialize", Decision: "rewritten", Source: "questions", Reason: note}) // (write logs a failure)
 	return out, note
 }
 

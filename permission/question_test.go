@@ -103,3 +103,15 @@ func TestReadAction(t *testing.T) {
 		}
 	}
 }
+
+// TestReadQuestionOrder: of several members that are not strings, the
+// first in a fixed order is the one named, every time (the audit line says
+// it).
+func TestReadQuestionOrder(t *testing.T) {
+	params := json.RawMessage(`{"toolCallId":1,"elicitationId":2,"url":3,"message":4,"mode":5}`)
+	for range 50 {
+		if _, err := readQuestion(params); err == nil || err.Error() != `"mode" is not a string` {
+			t.Fatalf("err = %v, want mode named", err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/rules"
@@ -234,9 +235,12 @@ func answersOnlyThis(o option) bool {
 // refuses at least this.
 func pickFor(options []option, kinds []string) (option, bool) {
 	if len(kinds) > 0 && kinds[0] == "reject_once" {
-		for _, o := range options {
-			if o.Kind == "reject_once" && answersOnlyThis(o) && keepsTurn(o) {
-				return o, true
+		// The ids the agents are known to send first, then the words.
+		for _, byWords := range []bool{false, true} {
+			for _, o := range options {
+				if o.Kind == "reject_once" && answersOnlyThis(o) && keepsTurn(o, byWords) {
+					return o, true
+				}
 			}
 		}
 	}
@@ -368,21 +372,46 @@ var turnKeepingRejects = map[string]bool{"decline": true, "denied": true}
 
 // keepsTurn reports whether a reject option says the agent goes on with
 // something else rather than ending its turn: by its id (see
-// turnKeepingRejects), or by its name or its _meta.permission.description
-// saying it continues. A refusal is a refusal whichever is chosen, so the
-// agent's words can only choose among its own rejects.
-func keepsTurn(o option) bool {
+// turnKeepingRejects), or, if byWords, by its name or its
+// _meta.permission.description saying it continues. A refusal is a
+// refusal whichever is chosen, so the agent's words can only choose among
+// its own rejects.
+func keepsTurn(o option, byWords bool) bool {
 	if turnKeepingRejects[o.OptionID] {
 		return true
 	}
-	for _, words := range []string{o.Name, optionDescription(o.Meta)} {
-		w := strings.ToLower(words)
-		if strings.Contains(w, "continue") && !strings.Contains(w, "not continue") && !strings.Contains(w, "n't continue") && !strings.Contains(w, "stop") {
-			return true
+	if !byWords {
+		return false
+	}
+	return saysContinue(o.Name) || saysContinue(optionDescription(o.Meta))
+}
+
+// saysContinue reports whether words say the turn continues: "continue" as
+// a word of its own (not "discontinue"), with no negation ("not", "never",
+// a "…n't", "cannot") and no word that ends the turn ("stop", "abort",
+// "cancel", "end", "halt") anywhere among them: "No, continue without
+// running it" continues, "do not try to continue" and "Continue? No,
+// abort" do not.
+func saysContinue(words string) bool {
+	continues := false
+	for _, w := range strings.FieldsFunc(strings.ToLower(words), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\'' && r != '\u2019'
+	}) {
+		w = strings.ReplaceAll(w, "\u2019", "'")
+		switch {
+		case w == "continue" || w == "continues" || w == "continuing":
+			continues = true
+		case w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't"):
+			return false
+		case turnEnders[w]:
+			return false
 		}
 	}
-	return false
+	return continues
 }
+
+// turnEnders are the words with which a reject says the turn ends.
+var turnEnders = map[string]bool{"stop": true, "stops": true, "abort": true, "aborts": true, "cancel": true, "cancels": true, "end": true, "ends": true, "halt": true, "halts": true}
 
 // optionDescription is an option's _meta.permission.description (codex-acp
 // sends one to JetBrains AIR), or "".

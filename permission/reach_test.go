@@ -103,6 +103,10 @@ func TestPickForRejectKeepsTheTurn(t *testing.T) {
 		{"claude-agent-acp, reject first", `[{"optionId":"reject","name":"No","kind":"reject_once"},{"optionId":"allow-with-updates","name":"Yes, and don't ask again for these commands","kind":"allow_always"},{"optionId":"allow-once","name":"Yes","kind":"allow_once"}]`, "reject"},
 		{"gemini-cli 0.61", `[{"optionId":"proceed_always","name":"Always Allow","kind":"allow_always"},{"optionId":"proceed_once","name":"Allow","kind":"allow_once"},{"optionId":"cancel","name":"Reject","kind":"reject_once"}]`, "cancel"},
 		{"a decline whose _meta writes a rule is passed over", `[` + codexAllowOnce + `,{"optionId":"decline","name":"No, continue without running it","kind":"reject_once","_meta":{"permission":{"version":1,"changes":[{"type":"policy_rule"}]}}},` + codexCancel + `]`, "cancel"},
+		{"discontinue is no continue", `[{"optionId":"a","name":"No, discontinue","kind":"reject_once"},{"optionId":"b","name":"No, continue","kind":"reject_once"}]`, "b"},
+		{"do not try to continue", `[{"optionId":"a","name":"No, do not try to continue","kind":"reject_once"},{"optionId":"b","name":"Decline and continue","kind":"reject_once"}]`, "b"},
+		{"continue? no, abort", `[{"optionId":"a","name":"Continue? No, abort","kind":"reject_once"},{"optionId":"b","name":"No, continue without it","kind":"reject_once"}]`, "b"},
+		{"a listed id before a name", `[{"optionId":"a","name":"No, continue","kind":"reject_once"},{"optionId":"denied","name":"No","kind":"reject_once"}]`, "denied"},
 		{"a name that says it does not continue", `[{"optionId":"stop","name":"No, do not continue","kind":"reject_once"},{"optionId":"no","name":"No","kind":"reject_once"}]`, "stop"},
 	}
 	for _, c := range cases {
@@ -110,5 +114,42 @@ func TestPickForRejectKeepsTheTurn(t *testing.T) {
 		if !ok || got.OptionID != c.want {
 			t.Errorf("%s: picked %q (%v), want %q", c.name, got.OptionID, ok, c.want)
 		}
+	}
+}
+
+// TestSaysContinue: a reject's words keep the turn only when "continue" is
+// a word of its own, not negated, and nothing in them ends the turn.
+func TestSaysContinue(t *testing.T) {
+	for words, want := range map[string]bool{
+		"No, continue without running it":    true,
+		"Decline this request and continue.": true,
+		"Skip it; CONTINUING with the rest":  true,
+		"discontinue":                        false,
+		"No, discontinue the task":           false,
+		"do not try to continue":             false,
+		"No, do not continue":                false,
+		"Don't continue":                     false,
+		"Don’t continue":                     false,
+		"You cannot continue":                false,
+		"Continue? No, abort":                false,
+		"Stop, then continue later":          false,
+		"continued":                          false,
+		"":                                   false,
+	} {
+		if got := saysContinue(words); got != want {
+			t.Errorf("saysContinue(%q) = %v, want %v", words, got, want)
+		}
+	}
+}
+
+// TestPickForListedIDsFirst: a reject whose id an agent is known to send
+// for "go on" is picked before one whose words say so.
+func TestPickForListedIDsFirst(t *testing.T) {
+	p, err := readPermissionParams(json.RawMessage(`{"toolCall":{"toolCallId":"t"},"options":[{"optionId":"x","name":"No, continue","kind":"reject_once"},{"optionId":"decline","name":"No","kind":"reject_once"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := pickFor(p.Options, []string{"reject_once", "reject_always"}); !ok || got.OptionID != "decline" {
+		t.Errorf("picked %q (%v), want decline", got.OptionID, ok)
 	}
 }
