@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -169,6 +172,99 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 	s.Finish()
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Source != "channel" || lines[0].Channel != "phone" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// webhookReceiver is the user's receiver: it keeps each prompt the broker
+// POSTs (checking its signature) and acknowledges every event.
+func webhookReceiver(t *testing.T, secret string) (*httptest.Server, <-chan webhookQuestion) {
+	t.Helper()
+	prompts := make(chan webhookQuestion, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		if r.Header.Get("X-Acp-Broker-Signature") != "sha256="+hex.EncodeToString(mac.Sum(nil)) {
+			t.Errorf("unsigned or badly signed POST: %s", body)
+		}
+		var ev webhookQuestion
+		if err := json.Unmarshal(body, &ev); err != nil {
+			t.Errorf("the broker POSTed %s: %v", body, err)
+		}
+		if ev.Event == "prompt" {
+			prompts <- ev
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, prompts
+}
+
+// webhookQuestion is a question's prompt event, as far as the tests read it.
+type webhookQuestion struct {
+	Event  string `json:"event"`
+	Prompt struct {
+		Mode, Message   string
+		RequestedSchema json.RawMessage
+	} `json:"prompt"`
+	AnswerURL  string            `json:"answer_url"`
+	AnswerURLs map[string]string `json:"answer_urls"`
+}
+
+// postAnswer POSTs body to an answer URL and returns the status and reply.
+func postAnswer(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(reply)
+}
+
+// TestQuestionOnWebhookAnsweredAtItsURL: routed to the channels only, the
+// deploy question is POSTed with one answer URL. A body that is no answer
+// gets 400 and a choice the form does not offer 422, and the question stays
+// open; the valid answer then reaches the agent exactly once, the editor
+// never sees the question, and a second POST to the URL is refused (410
+// while the broker still knows the URL, 404 once it has forgotten it).
+func TestQuestionOnWebhookAnsweredAtItsURL(t *testing.T) {
+	const secret = "webhook-test-secret-0123456789"
+	t.Setenv("ACPB_TEST_WEBHOOK_SECRET", secret)
+	receiver, prompts := webhookReceiver(t, secret)
+	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\n\n[[channel]]\nname = \"bot\"\ntype = \"webhook\"\nurl = %q\nsecret_env = \"ACPB_TEST_WEBHOOK_SECRET\"\n", receiver.URL)
+	s, dir := questionBroker(t, cfg)
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	var q webhookQuestion
+	select {
+	case q = <-prompts:
+	case <-time.After(waitTimeout):
+		t.Fatal("the receiver got no prompt")
+	}
+	if q.Prompt.Mode != "form" || q.Prompt.Message != "Deploy where?" || string(q.Prompt.RequestedSchema) != deploySchema || q.AnswerURL == "" || q.AnswerURLs != nil {
+		t.Fatalf("prompt %+v", q)
+	}
+	if status, reply := postAnswer(t, q.AnswerURL, `yes please`); status != http.StatusBadRequest {
+		t.Fatalf("no answer: %d %s", status, reply)
+	}
+	if status, reply := postAnswer(t, q.AnswerURL, `{"action":"accept","content":{"target":"nowhere"}}`); status != http.StatusUnprocessableEntity || !strings.Contains(reply, "target") {
+		t.Fatalf("a choice not offered: %d %s", status, reply)
+	}
+	agentGotNothingMore(s) // still open
+	if status, reply := postAnswer(t, q.AnswerURL, `{"action":"accept","content":{"target":"production"}}`); status != http.StatusOK {
+		t.Fatalf("the valid answer: %d %s", status, reply)
+	}
+	s.AgentExpect(deployAccepted)
+	if status, reply := postAnswer(t, q.AnswerURL, `{"action":"accept","content":{"target":"staging"}}`); status != http.StatusGone && status != http.StatusNotFound {
+		t.Fatalf("a second answer: %d %s", status, reply)
+	}
+	s.AgentToEditor(msgMarker) // the editor saw nothing of it
+	agentGotNothingMore(s)
+	s.Finish()
+	lines := questionLines(t, dir)
+	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Source != "channel" || lines[0].Channel != "bot" || strings.Join(lines[0].Fields, ",") != "target" {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
