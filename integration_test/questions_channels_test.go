@@ -12,6 +12,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -265,6 +268,91 @@ func TestQuestionOnWebhookAnsweredAtItsURL(t *testing.T) {
 	s.Finish()
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Source != "channel" || lines[0].Channel != "bot" || strings.Join(lines[0].Fields, ",") != "target" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// localQuestionID waits until `acp-broker pending`, run by the test, lists
+// a question whose line contains message, and returns its id and the
+// listing.
+func localQuestionID(t *testing.T, dir, message string) (string, string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var last []byte
+	for time.Now().Before(deadline) {
+		cmd := exec.Command(brokerBin, "pending")
+		cmd.Env = runtimeEnv(dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pending: %v\n%s", err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "question" && strings.Contains(line, message) {
+				return f[1], string(out)
+			}
+		}
+		last = out
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("acp-broker pending never listed the question %q; last:\n%s", message, last)
+	return "", ""
+}
+
+// answerQuestion runs `acp-broker answer id args...` as the test, a
+// process that is not the agent's.
+func answerQuestion(dir, id string, args ...string) (string, error) {
+	cmd := exec.Command(brokerBin, append([]string{"answer", id}, args...)...)
+	cmd.Env = runtimeEnv(dir)
+	cmd.Stdin = nil // not a terminal: the answer comes from the flags alone
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestQuestionOnLocalAnsweredWithFields: on the editor route, the deploy
+// question reaches the editor and `acp-broker pending`; `acp-broker answer
+// ID --field target=nowhere` is refused and leaves it pending;
+// nor is the same content sent straight to the broker's socket by a
+// process that is not the agent's; `--field target=production` reaches the agent exactly once, the editor's
+// prompt is withdrawn, and a second answer is refused.
+func TestQuestionOnLocalAnsweredWithFields(t *testing.T) {
+	s, dir := questionBroker(t, "")
+	openSession(t, s, "s1")
+	q := formQuestion("5", "s1", "Deploy where?", deploySchema)
+	s.AgentToEditor(q)
+	id, _ := localQuestionID(t, dir, "Deploy where?")
+	if out, err := answerQuestion(dir, id, "--field", "target=nowhere"); err == nil || !strings.Contains(out, "nowhere") {
+		t.Fatalf("a choice not offered: %v\n%s", err, out)
+	}
+	// The CLI checked that answer itself; a bare client of the socket,
+	// not the agent's, that skips the check is refused by the broker.
+	sum := sha256.Sum256([]byte(q))
+	raw, _ := json.Marshal(map[string]any{
+		"socket": filepath.Join(dir, "run", "acp-broker", strconv.Itoa(s.cmd.Process.Pid)+".sock"),
+		"id":     id, "digest": hex.EncodeToString(sum[:]),
+		"action": "accept", "content": map[string]string{"target": "nowhere"},
+	})
+	bare := exec.Command(fakeAgentBin, "-local-answer", string(raw))
+	bare.Env = runtimeEnv(dir)
+	if out, err := bare.CombinedOutput(); err == nil || !strings.Contains(string(out), "nowhere") {
+		t.Fatalf("the socket's answer to content the form does not offer: %v\n%s", err, out)
+	}
+	agentGotNothingMore(s)
+	if again, listing := localQuestionID(t, dir, "Deploy where?"); again != id {
+		t.Fatalf("the question is no longer pending as %s:\n%s", id, listing)
+	}
+	if out, err := answerQuestion(dir, id, "--field", "target=production"); err != nil {
+		t.Fatalf("answer: %v\n%s", err, out)
+	}
+	s.AgentExpect(deployAccepted)
+	s.EditorExpect(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}`)
+	if out, err := answerQuestion(dir, id, "--field", "target=staging"); err == nil {
+		t.Fatalf("a second answer was taken: %s", out)
+	}
+	s.EditorSend(`{"jsonrpc":"2.0","id":5,"result":{"action":"decline"}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+	lines := questionLines(t, dir)
+	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Channel != "local" || strings.Join(lines[0].Fields, ",") != "target" {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
