@@ -43,9 +43,10 @@ type fakeNtfy struct {
 
 // ntfyNotification is what the broker publishes, as far as the tests read it.
 type ntfyNotification struct {
-	Topic   string `json:"topic"`
-	Message string `json:"message"`
-	Actions []struct {
+	Topic      string `json:"topic"`
+	SequenceID string `json:"sequence_id"`
+	Message    string `json:"message"`
+	Actions    []struct {
 		Label, URL, Method, Body string
 	} `json:"actions"`
 }
@@ -129,8 +130,8 @@ func press(t *testing.T, url, body string) {
 // channels, the deploy question reaches ntfy with a signed button per
 // choice. A token whose content was altered (its signature kept) and one
 // made up are refused; pressing Production then reaches the agent exactly
-// once, the editor's prompt is withdrawn, and pressing it again does
-// nothing.
+// once, the editor's prompt is withdrawn, pressing it again does nothing,
+// and the notification is replaced by one without buttons.
 func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 	ntfy := startFakeNtfy(t)
 	cfg := fmt.Sprintf("[ask]\nroute = \"both\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
@@ -172,6 +173,10 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 	press(t, ntfy.URL+"/acpb-test-reply", buttons["1. Staging"])
 	s.EditorSend(`{"jsonrpc":"2.0","id":5,"result":{"action":"decline"}}`)
 	agentGotNothingMore(s)
+	// The notification is replaced, buttons and all.
+	if r := ntfy.nextNotification(t); r.SequenceID != n.SequenceID || len(r.Actions) != 0 || r.Message == n.Message {
+		t.Errorf("the notification was replaced by %+v", r)
+	}
 	s.Finish()
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Source != "channel" || lines[0].Channel != "phone" {
