@@ -398,12 +398,6 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 				b.trace.record("agent->broker", frame, "dropped: the tool call id is reserved for the broker")
 				return
 			}
-			if imitatesBrokerNotice(m.Params) {
-				// The broker's notices are the broker's to send (see Tell).
-				b.log.Warn("dropped an agent notice whose title reads as the broker's")
-				b.trace.record("agent->broker", frame, "dropped: a notice titled as the broker's is the broker's to send")
-				return
-			}
 		case "$/cancel_request":
 			if b.agentCancelled(m.Params) {
 				return

@@ -1,11 +1,6 @@
 package session
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
-	"unicode"
-
 	"github.com/acp-broker/acp-broker/jsonrpc"
 )
 
@@ -38,51 +33,4 @@ func (b *broker) userMessage(sessionID, severity, title, description, text strin
 		update = map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": text}}
 	}
 	return jsonrpc.NewNotification("session/update", map[string]any{"sessionId": sessionID, "update": update})
-}
-
-// imitatesBrokerNotice reports whether an agent's session/update is a
-// notice whose title reads as the broker's own (see Tell): "acp-broker" at
-// its start in any letter case, once spaces and characters that show
-// nothing are left out. Every spelling of the members a peer may read is
-// looked at. Such an update is dropped: the broker's notices are the one
-// thing the agent cannot imitate. (An agent message chunk cannot be told
-// from the agent's other text, so the text form of a tell can be.)
-func imitatesBrokerNotice(params json.RawMessage) bool {
-	if !bytes.Contains(params, []byte("otice")) && !bytes.Contains(params, []byte(`\u`)) {
-		return false // cheap: no notice spelled in it, escaped or not
-	}
-	top, nested := jsonrpc.NestedNamesakes(params, []string{"update"}, 0, "sessionUpdate", "title")
-	if top == nil {
-		return false
-	}
-	for _, inner := range nested {
-		notice := false
-		for _, kind := range inner[0] {
-			if s, ok := stringValue(kind.Value); ok && strings.EqualFold(strings.TrimSpace(s), "notice") {
-				notice = true
-			}
-		}
-		if !notice {
-			continue
-		}
-		for _, title := range inner[1] {
-			if s, ok := stringValue(title.Value); ok && strings.HasPrefix(strings.ToLower(visible(s)), "acp-broker") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// visible is s without white space at its start and without the
-// characters that show nothing (format and control characters, combining
-// marks).
-func visible(s string) string {
-	s = strings.TrimLeftFunc(s, unicode.IsSpace)
-	return strings.Map(func(r rune) rune {
-		if unicode.In(r, unicode.Cf, unicode.Cc, unicode.Mn, unicode.Me) {
-			return -1
-		}
-		return r
-	}, s)
 }
