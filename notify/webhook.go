@@ -35,9 +35,11 @@ import (
 // one request. It can be used once: the first POST to any of a request's
 // answer URLs (with any body) answers it, and every later one is refused,
 // as are URLs of requests that ended (answered, withdrawn, past their
-// deadline) and URLs that were never handed out: 404 for an unknown URL,
-// 410 for a known one that can no longer answer. A GET never answers, so a
-// link preview cannot.
+// deadline) and URLs that were never handed out: 410 for one whose request
+// is over while the listener still holds it (an answer just taken, a
+// deadline just passed), 404 once the request has ended and its URLs are
+// forgotten, and for an unknown URL. A GET never answers, so a link preview
+// cannot.
 //
 // An answer that won at the listener is returned even if ctx ended
 // meanwhile: the human was told it was taken, and the caller, who applies
