@@ -144,10 +144,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		// A lookalike's answer too: its marks are the agent's to write, so
 		// only a real mode switch's answer is relayed as chosen.
 		sent, agentRemembers := sentFor(params.Options, chosen, req.Kind)
-		if agentRemembers != "" {
-			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", chosen.OptionID, "why", agentRemembers)
-			r.AgentRemembers = agentRemembers
-		}
+		// Warned of in won: a channel's answer that loses the race is
+		// read this way too.
+		r.AgentRemembers = agentRemembers
 		if sent.OptionID != chosen.OptionID {
 			r.Chosen, r.ChosenKd = chosen.OptionID, chosen.Kind
 			r.Option, r.OptionKd = sent.OptionID, sent.Kind
@@ -162,6 +161,9 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 		q.prompt = &p
 	}
 	q.won = func(r *Record, kind string) {
+		if r.AgentRemembers != "" {
+			e.Log.Warn("relayed an answer the agent remembers itself", "session", c.SessionID(), "option", r.Option, "why", r.AgentRemembers)
+		}
 		if call, ok := c.(*session.Call); ok && call.Method == "session/request_permission" && kind != "" && e.unchangedSinceAsked(call, req) {
 			// Only the agent's own request covers what it does next: the
 			// MCP call, terminal or write it asked about; and only if the
