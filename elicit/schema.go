@@ -113,7 +113,7 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 	if extra, ok := top["additionalProperties"]; ok && !bytes.Equal(bytes.TrimSpace(extra), []byte("false")) {
 		return nil, fmt.Errorf("requestedSchema: additionalProperties is %s: only false (no other names) can be checked", shortJSON(extra))
 	}
-	if props, ok := top["properties"]; ok && !isNull(props) {
+	if props, ok := top["properties"]; ok && !jsonrpc.IsNull(props) {
 		names, values, err := orderedMembers(props)
 		if err != nil {
 			return nil, fmt.Errorf("requestedSchema: properties: %w", err)
@@ -129,7 +129,7 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 			form.Fields = append(form.Fields, field)
 		}
 	}
-	if req, ok := top["required"]; ok && !isNull(req) {
+	if req, ok := top["required"]; ok && !jsonrpc.IsNull(req) {
 		var names []string
 		if err := json.Unmarshal(req, &names); err != nil {
 			return nil, fmt.Errorf("requestedSchema: required is not a list of names: %s", shortJSON(req))
@@ -193,7 +193,7 @@ func parseField(name string, raw json.RawMessage) (Field, error) {
 			f.offered[c.Value] = true
 		}
 	}
-	if d, ok := obj["default"]; ok && !isNull(d) && f.check(d) == nil {
+	if d, ok := obj["default"]; ok && !jsonrpc.IsNull(d) && f.check(d) == nil {
 		f.Default = d
 	}
 	return f, nil
@@ -436,13 +436,11 @@ func orderedMembers(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 
 func present(obj map[string]json.RawMessage, name string) (json.RawMessage, bool) {
 	v, ok := obj[name]
-	if !ok || isNull(v) {
+	if !ok || jsonrpc.IsNull(v) {
 		return nil, false
 	}
 	return v, true
 }
-
-func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
 
 func orNothing(v json.RawMessage) string {
 	if v == nil {

@@ -198,7 +198,7 @@ func hasFormat(s, format string) bool {
 	case "email":
 		return isEmail(s)
 	case "uri":
-		return isAbsoluteURI(s)
+		return IsAbsoluteURI(s)
 	case "date":
 		return isDate(s)
 	case "date-time":
@@ -289,14 +289,11 @@ func isAlnum(r rune) bool {
 }
 
 // IsAbsoluteURI reports whether s is an absolute RFC 3986 URI, as the "uri"
-// format checks it: for a URL the broker shows a human, which must read the
-// same to every reader.
-func IsAbsoluteURI(s string) bool { return isAbsoluteURI(s) }
-
-// isAbsoluteURI checks RFC 3986's URI: a scheme, and only characters a URI
-// may hold (percent escapes well formed). url.Parse alone takes spaces and
-// other characters a URI cannot contain.
-func isAbsoluteURI(s string) bool {
+// format checks it (also for a URL the broker shows a human, which must read
+// the same to every reader): a scheme, and only characters a URI may hold
+// (percent escapes well formed). url.Parse alone takes spaces and other
+// characters a URI cannot contain.
+func IsAbsoluteURI(s string) bool {
 	colon := strings.IndexByte(s, ':')
 	if colon < 1 {
 		return false
