@@ -775,11 +775,9 @@ func retractionText(cause error) string {
 	if errors.As(cause, &o) {
 		decision := map[string]string{
 			"allow": "allowed", "deny": "rejected", "cancelled": "cancelled",
-			// A question's actions.
-			"accept": "accepted", "decline": "declined", "cancel": "cancelled",
 		}[o.Decision]
 		if decision == "" {
-			decision = o.Decision
+			decision = actionWords(o.Decision) // a question's, or as it is
 		}
 		var where string
 		switch o.By {
