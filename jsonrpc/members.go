@@ -61,23 +61,18 @@ func (s *scanner) atEnd() error {
 }
 
 // Strict checks a JSON value at every depth: no object repeats a member
-// name or has two names that differ only in case. It checks structure, not
-// the contents of strings and numbers, which the decoder that reads the
-// value checks anyway.
-func Strict(v json.RawMessage) error {
-	s := scanner{data: v, strict: true}
-	if err := s.skipValue(1); err != nil {
-		return err
-	}
-	return s.atEnd()
-}
+// name or has two names that differ only in case, and strings and numbers
+// are as strictly formed as encoding/json's Valid requires.
+func Strict(v json.RawMessage) error { return strictScan(v, false) }
 
 // StrictText is Strict, and also refuses any string or member name, at any
 // depth, that is not exact Unicode (ExactUnicode): for a value whose every
 // string the broker compares with what a peer reads, such as a form's
 // schema and its answer, where Go would read "\ud800" and "\ufffd" as one.
-func StrictText(v json.RawMessage) error {
-	s := scanner{data: v, strict: true, exact: true}
+func StrictText(v json.RawMessage) error { return strictScan(v, true) }
+
+func strictScan(v json.RawMessage, exact bool) error {
+	s := scanner{data: v, strict: true, exact: exact}
 	if err := s.skipValue(1); err != nil {
 		return err
 	}

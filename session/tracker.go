@@ -748,16 +748,20 @@ func hasUnicodeEscape(data []byte) bool {
 	return false
 }
 
+// ownIDAnchor is ownIDPrefix without its first bytes, so that it starts
+// with a byte rare in agents' text (see above).
+var ownIDAnchor = []byte(ownIDPrefix[len("acp"):])
+
 // mayNameOwnID reports whether data holds ownIDPrefix, unescaped.
 func mayNameOwnID(data []byte) bool {
-	const anchor = "-broker-" // ownIDPrefix without its first three bytes
+	lead := len(ownIDPrefix) - len(ownIDAnchor)
 	for i := 0; ; {
-		j := bytes.Index(data[i:], []byte(anchor))
+		j := bytes.Index(data[i:], ownIDAnchor)
 		if j < 0 {
 			return false
 		}
 		i += j
-		if i >= 3 && bytes.HasPrefix(data[i-3:], []byte(ownIDPrefix)) {
+		if i >= lead && bytes.HasPrefix(data[i-lead:], []byte(ownIDPrefix)) {
 			return true
 		}
 		i++
