@@ -319,8 +319,7 @@ and the channels a human would be asked on.`,
 	f.StringArrayVar(&o.protect, "protect", nil, "a file the running broker writes and so protects: its --audit, --trace or --log-file (repeatable)")
 	f.StringArrayVar(&o.dirs, "additional-directory", nil, "one of the session's additionalDirectories (repeatable)")
 	f.StringVar(&o.transcript, "transcript", "", "replay this JSONL transcript of the session first (a --trace file)")
-	cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(rules.Modes, cobra.ShellCompDirectiveNoFileComp))
-	cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(rules.Kinds, cobra.ShellCompDirectiveNoFileComp))
+	// --mode and --kind complete as on every command (completeFlagValues).
 	cmd.RegisterFlagCompletionFunc("agent", cobra.FixedCompletions(knownAgentNames(), cobra.ShellCompDirectiveNoFileComp))
 	cmd.RegisterFlagCompletionFunc("agent-mode", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return knownAgentModes(o.agent), cobra.ShellCompDirectiveNoFileComp
