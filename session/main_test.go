@@ -181,6 +181,17 @@ func (h *harness) expect(want string) {
 	}
 }
 
+// expectEither fails unless the editor's next two lines are a and b, in
+// either order: one the broker writes to the editor, the other the agent's
+// report of what the broker wrote to it, two pipes with no order between them.
+func (h *harness) expectEither(a, b string) {
+	h.t.Helper()
+	first, second := h.next(), h.next()
+	if !(first == a && second == b) && !(first == b && second == a) {
+		h.t.Fatalf("editor received\n  %s\n  %s\nwant, in either order\n  %s\n  %s", first, second, a, b)
+	}
+}
+
 // expectAgentReceived fails unless the agent's next received line is want.
 func (h *harness) expectAgentReceived(want string) {
 	h.t.Helper()
