@@ -503,6 +503,13 @@ func (d *decoder) rule(i int, table map[string]toml.Primitive) (*Rule, error) {
 			return nil, err
 		}
 	}
+	if len(r.Commands) > 0 && len(r.CommandRegex) > 0 {
+		// The engine would allow what either matches, where the other
+		// matchers of a rule must all match: whichever the writer meant,
+		// one reading is looser than the other, so neither is guessed.
+		return nil, d.errorf(d.loc.ruleKey(i, "command_regex"), "put the command patterns and the regex in two rules (a rule applies when every matcher it has matches)",
+			"a rule takes command or command_regex, not both")
+	}
 	return r, d.checkRule(r, head)
 }
 

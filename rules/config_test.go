@@ -32,6 +32,14 @@ func TestParseRejectsWithPositionAndHint(t *testing.T) {
 		{"unlock on deny", "[[rule]]\ndecision = \"deny\"\npath = \"~/.ssh/**\"\nunlock_protected = true\n", "rules.toml:1:1", "only makes sense on an allow rule", ""},
 		{"syntax error", "[[rule]]\ndecision = \"allow\n", "rules.toml:2:", "", "not valid TOML"},
 		{"unknown mcp key", "[mcp.github]\nread_only = [\"x\"]\n", "rules.toml:2:1", `unknown key "read_only" in [mcp.github]`, `did you mean "read_only_tools"?`},
+		{"typo after a byte order mark", "\ufeff[[rule]]\ndecision = \"deny\"\ncomand = \"git push\"\n", "rules.toml:3:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
+		{"typo in a CRLF file", "[[rule]]\r\ndecision = \"deny\"\r\n\r\ncomand = \"git push\"\r\n", "rules.toml:4:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
+		{"command and command_regex", "[[rule]]\ndecision = \"allow\"\ncommand = \"git *\"\ncommand_regex = \"git (status|diff).*\"\n", "rules.toml:4:1", "command or command_regex, not both", "two rules"},
+		{"unknown section", "[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n\n[rulez]\nx = 1\n", "rules.toml:5:1", `unknown key "rulez"`, `did you mean "rule"?`},
+		{"unknown array section", "mode = \"plan\"\n\n[[channels]]\nname = \"x\"\n", "rules.toml:3:1", `unknown key "channels"`, `did you mean "channel"?`},
+		{"unknown table in a rule", "[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n\n[rule.comand]\nx = 1\n", "rules.toml:5:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
+		{"unknown table in [ask]", "[ask]\nroute = \"editor\"\n\n[ask.rout]\nx = 1\n", "rules.toml:4:1", `unknown key "rout" in [ask]`, ""},
+		{"typo in an inline rule", "mode = \"plan\"\n\nrule = [{decision = \"deny\", comand = \"x\"}]\n", "rules.toml:3:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +94,6 @@ kind = "read"
 tool = ["Read", "mcp__github__*"]
 mcp = "github/get_*"
 command = ["git status", "npm run *"]
-command_regex = "make [a-z]+"
 path = ["./**", "/tmp/**", "~/notes/**", "**/*.md"]
 url = ["https://go.dev/*", "domain:example.com"]
 title = "Fetch *"
@@ -104,7 +111,7 @@ read_only_tools = ["get_*", "list_*"]
 		t.Errorf("settings = %q %q %q", f.Mode, f.Remember, f.ReadOnly)
 	}
 	r := f.Rules[0]
-	if r.ID != "r1" || r.Line != 6 || len(r.Tools) != 2 || len(r.MCP) != 1 || len(r.Commands) != 2 || len(r.CommandRegex) != 1 ||
+	if r.ID != "r1" || r.Line != 6 || len(r.Tools) != 2 || len(r.MCP) != 1 || len(r.Commands) != 2 ||
 		len(r.Paths) != 4 || len(r.URLs) != 2 || len(r.Titles) != 1 || len(r.Modes) != 2 || len(r.Examples) != 2 || len(r.Counterexamples) != 1 {
 		t.Errorf("rule = %+v", r)
 	}

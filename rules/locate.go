@@ -10,7 +10,8 @@ import (
 // The TOML decoder reports positions only for syntax errors, and collapses
 // the keys of all [[rule]] tables into one, so the file's lines are read once
 // here: each table header starts a block, and each `key =` line is filed
-// under its block.
+// under its block. A key not written as `key =` may be a table of its own
+// ([rule.x], [ask.x], an unknown [section]): it is found at that header.
 type locator struct {
 	blocks []block // blocks[0] holds the keys before the first header
 	rules  []int   // index in blocks of each [[rule]], in order
@@ -19,6 +20,7 @@ type locator struct {
 }
 
 type block struct {
+	name   string // the header's dotted name, "" for blocks[0]
 	header pos
 	keys   map[string]pos
 }
@@ -35,11 +37,14 @@ var (
 )
 
 func newLocator(src string) *locator {
+	// The decoder skips a byte order mark; so must the lines, or the first
+	// header is not seen as one.
+	src = strings.TrimPrefix(src, "\ufeff")
 	l := &locator{blocks: []block{{header: pos{1, 1}, keys: map[string]pos{}}}, tables: map[string]int{}, arrays: map[string][]int{}}
 	for i, line := range strings.Split(src, "\n") {
 		if m := headerLine().FindStringSubmatchIndex(line); m != nil {
 			name := pathSep().ReplaceAllString(strings.ReplaceAll(line[m[4]:m[5]], `"`, ""), ".")
-			l.blocks = append(l.blocks, block{header: pos{i + 1, m[2] + 1}, keys: map[string]pos{}})
+			l.blocks = append(l.blocks, block{name: name, header: pos{i + 1, m[2] + 1}, keys: map[string]pos{}})
 			idx := len(l.blocks) - 1
 			if line[m[2]:m[3]] == "[[" && name == "rule" {
 				l.rules = append(l.rules, idx)
@@ -61,43 +66,79 @@ func newLocator(src string) *locator {
 	return l
 }
 
-// in returns the position of key in a block, or the block's header.
+// in returns the position of key in a block, or of the header of a table
+// below the block named by it, or the block's header.
 func (l *locator) in(idx int, key string) pos {
 	if idx < 0 || idx >= len(l.blocks) {
 		return pos{1, 1}
 	}
-	if p, ok := l.blocks[idx].keys[key]; ok {
+	b := l.blocks[idx]
+	if p, ok := b.keys[key]; ok {
 		return p
 	}
-	return l.blocks[idx].header
+	if key != "" {
+		name := key
+		if b.name != "" {
+			name = b.name + "." + key
+		}
+		if p, ok := l.header(name, idx); ok {
+			return p
+		}
+	}
+	return b.header
 }
 
-// topKey locates a key before the first table header.
+// header locates the first header after block idx that is of the table
+// name or of one below it; for a [[rule]] block, only up to the next
+// [[rule]], since a [rule.x] there belongs to that one.
+func (l *locator) header(name string, idx int) (pos, bool) {
+	for _, b := range l.blocks[idx+1:] {
+		if b.name == name || strings.HasPrefix(b.name, name+".") {
+			return b.header, true
+		}
+		if l.blocks[idx].name == "rule" && b.name == "rule" {
+			break
+		}
+	}
+	return pos{}, false
+}
+
+// topKey locates a key before the first table header, or the table it names.
 func (l *locator) topKey(key string) pos { return l.in(0, key) }
 
-// rule locates the header of the i-th [[rule]].
+// rule locates the header of the i-th [[rule]]; for rules written as
+// rule = [{...}], the rule key.
 func (l *locator) rule(i int) pos {
 	if i < len(l.rules) {
 		return l.blocks[l.rules[i]].header
 	}
-	return pos{1, 1}
+	return l.topKey("rule")
 }
 
 // ruleKey locates a key inside the i-th [[rule]].
 func (l *locator) ruleKey(i int, key string) pos {
 	if i >= len(l.rules) {
-		return pos{1, 1}
+		return l.rule(i)
 	}
 	return l.in(l.rules[i], key)
 }
 
-// tableKey locates a key inside a [a.b] table.
+// tableKey locates a key inside a [a.b] table; when the file has no such
+// header, the table below it, or where the first name is set.
 func (l *locator) tableKey(key string, path ...string) pos {
-	idx, ok := l.tables[strings.Join(path, ".")]
-	if !ok {
-		return pos{1, 1}
+	name := strings.Join(path, ".")
+	if idx, ok := l.tables[name]; ok {
+		return l.in(idx, key)
 	}
-	return l.in(idx, key)
+	if key != "" {
+		if p, ok := l.header(name+"."+key, 0); ok {
+			return p
+		}
+	}
+	if p, ok := l.header(name, 0); ok {
+		return p
+	}
+	return l.topKey(path[0])
 }
 
 // arrayTable locates the header of the i-th [[name]] table.
@@ -105,7 +146,7 @@ func (l *locator) arrayTable(name string, i int) pos {
 	if idx := l.arrays[name]; i < len(idx) {
 		return l.blocks[idx[i]].header
 	}
-	return pos{1, 1}
+	return l.topKey(name)
 }
 
 // arrayTableKey locates a key inside the i-th [[name]] table.
@@ -113,5 +154,5 @@ func (l *locator) arrayTableKey(name string, i int, key string) pos {
 	if idx := l.arrays[name]; i < len(idx) {
 		return l.in(idx[i], key)
 	}
-	return pos{1, 1}
+	return l.arrayTable(name, i)
 }
