@@ -67,6 +67,16 @@ func KnownAgent(name string) *AgentModes {
 	return nil
 }
 
+// KnownModes are the modes the broker knows of the agent: its asking mode,
+// its blind ones, and the ones that mean a broker mode.
+func (a *AgentModes) KnownModes() []string {
+	modes := append([]string{a.Asking}, a.Blind...)
+	for m := range a.Broker {
+		modes = append(modes, m)
+	}
+	return modes
+}
+
 // AmbiguousMode is the mode recorded for a session whose agent reported its
 // mode in a message peers may read differently (a member repeated): it may
 // be any mode, so it counts as blind.
@@ -163,7 +173,7 @@ func blindModes() []string {
 func (d *decoder) agentTable(prim toml.Primitive) error {
 	at := d.loc.tableKey("", "agent")
 	if v, err := d.value(prim); err == nil {
-		if _, isTable := v.(map[string]any); !isTable {
+		if !isTable(v) {
 			return d.errorf(d.loc.topKey("agent"), `write it as [agent] with modes = "keep" or allow_modes = ["..."] under it`, "agent must be a table")
 		}
 	}

@@ -84,5 +84,5 @@ func ruleLabel(r *Rule) string {
 	case r.ID != "":
 		return "rule " + r.ID
 	}
-	return fmt.Sprintf("the rule at %s:%d", r.File, r.Line)
+	return "the rule at " + r.Where()
 }

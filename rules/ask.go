@@ -21,6 +21,24 @@ type AskConfig struct {
 	// Tell says which of the broker's own answers the user is told of in
 	// the session: TellDenials (the default), TellAll or TellOff.
 	Tell string
+
+	// file and lines say where the table and its keys ("" for its header)
+	// are written, for `rules check`.
+	file  string
+	lines map[string]int
+}
+
+// where returns file:line of one of the table's keys, else of its header;
+// "" for the defaults, which no file sets.
+func (c AskConfig) where(key string) string {
+	if c.file == "" {
+		return ""
+	}
+	line, ok := c.lines[key]
+	if !ok {
+		line = c.lines[""]
+	}
+	return fmt.Sprintf("%s:%d", c.file, line)
 }
 
 // The [ask] tell settings.
@@ -92,9 +110,10 @@ func (d *decoder) ask(prim toml.Primitive) error {
 	if err := d.md.PrimitiveDecode(prim, &table); err != nil {
 		return d.errorf(at, "write an [ask] table", "ask must be a table")
 	}
-	cfg := &AskConfig{}
+	cfg := &AskConfig{file: d.file.Path, lines: map[string]int{"": at.line}}
 	for _, k := range sortedKeys(table) {
 		at := d.loc.tableKey(k, "ask")
+		cfg.lines[k] = at.line
 		var err error
 		switch k {
 		case "route":
@@ -259,3 +278,6 @@ func sortedKeys(m map[string]toml.Primitive) []string {
 }
 
 func (c ChannelConfig) String() string { return fmt.Sprintf("%s channel %q", c.Type, c.Name) }
+
+// Where returns the channel's file:line, for messages.
+func (c ChannelConfig) Where() string { return fmt.Sprintf("%s:%d", c.File, c.Line) }

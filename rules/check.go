@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -62,10 +63,7 @@ func (f ExampleFailure) String() string {
 // session in its own directory, as its ./ is.
 func (p *Policy) CheckExamples(sessionCtx Context) (failures []ExampleFailure, ran int) {
 	for _, r := range p.Rules {
-		ctx := sessionCtx
-		if r.Base != "" {
-			ctx.Cwd = r.Base
-		}
+		ctx := r.context(sessionCtx)
 		for _, ex := range r.Examples {
 			ran++
 			req := ExampleRequest(ex, ctx)
@@ -122,8 +120,8 @@ func (p *Policy) BlindSpots() []string {
 			}
 		}
 		for _, re := range r.CommandRegex {
-			if strings.HasPrefix(re.String(), "^(?:.*") || strings.HasPrefix(re.String(), "^(?:.+") {
-				warnings = append(warnings, fmt.Sprintf("%s: command_regex %q starts with a wildcard and can match any program", r.Where(), strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$")))
+			if src := regexSource(re); strings.HasPrefix(src, ".*") || strings.HasPrefix(src, ".+") {
+				warnings = append(warnings, fmt.Sprintf("%s: command_regex %q starts with a wildcard and can match any program", r.Where(), src))
 			}
 		}
 	}
@@ -162,7 +160,7 @@ func (r *Rule) Matchers() []Matcher {
 		cmds = append(cmds, c.src)
 	}
 	for _, re := range r.CommandRegex {
-		regexes = append(regexes, strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$"))
+		regexes = append(regexes, regexSource(re))
 	}
 	for _, p := range r.Paths {
 		paths = append(paths, p.src)
@@ -175,6 +173,12 @@ func (r *Rule) Matchers() []Matcher {
 	add("path", paths)
 	add("url", urls)
 	return out
+}
+
+// regexSource is a command_regex as written, without the anchors
+// compileCommandRegex adds.
+func regexSource(re *regexp.Regexp) string {
+	return strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$")
 }
 
 func globSources(gs []*glob) []string {
@@ -244,13 +248,13 @@ func (p *Policy) Problems(env Environment) []Problem {
 	}
 	cfg, channels := p.AskSettings()
 	askAt := func(key string) string {
-		if at := p.askWhere(key); at != "" || len(channels) == 0 {
+		if at := cfg.where(key); at != "" || len(channels) == 0 {
 			return at
 		}
-		return fmt.Sprintf("%s:%d", channels[0].File, channels[0].Line)
+		return channels[0].Where()
 	}
 	for _, c := range channels {
-		where := fmt.Sprintf("%s:%d", c.File, c.Line)
+		where := c.Where()
 		switch c.Type {
 		case "exec":
 			if _, err := env.LookPath(c.Command[0]); err != nil {
@@ -345,22 +349,4 @@ func (p *Policy) duplicateIDs() []Problem {
 			Msg: fmt.Sprintf("rule id %q is already used at %s: the audit log and explain would not say which rule decided", r.ID, first.Where())})
 	}
 	return out
-}
-
-// askWhere locates a key of the [ask] table in force (see AskSettings), or
-// its header; "" when no file sets one.
-func (p *Policy) askWhere(key string) string {
-	for _, layer := range []Layer{Managed, User} {
-		for _, f := range p.Files {
-			if f.Layer != layer || f.Ask == nil {
-				continue
-			}
-			data, err := os.ReadFile(f.Path)
-			if err != nil {
-				return f.Path
-			}
-			return fmt.Sprintf("%s:%d", f.Path, newLocator(string(data)).tableKey(key, "ask").line)
-		}
-	}
-	return ""
 }

@@ -110,6 +110,15 @@ func (r *Rule) Where() string {
 	return fmt.Sprintf("%s:%d", r.File, r.Line)
 }
 
+// context is the context the rule reads a request's paths in: a project
+// file's rule anchors ./ at its own file's directory (Base).
+func (r *Rule) context(ctx Context) Context {
+	if r.Base != "" {
+		ctx.Cwd = r.Base
+	}
+	return ctx
+}
+
 // Name returns the rule's id, or its location when it has none.
 func (r *Rule) Name() string {
 	if r.ID != "" {
@@ -427,53 +436,13 @@ func (d *decoder) rule(i int, table map[string]toml.Primitive) (*Rule, error) {
 				}
 			}
 		case "command":
-			var srcs []string
-			if srcs, err = d.strings(prim, at, k); err == nil {
-				for _, s := range srcs {
-					p, perr := compileCommandPattern(s)
-					if perr != nil {
-						err = d.errorf(at, `write commands as shell words, as "git diff *"`, "%v", perr)
-						break
-					}
-					r.Commands = append(r.Commands, p)
-				}
-			}
+			r.Commands, err = compileEach(d, prim, at, k, `write commands as shell words, as "git diff *"`, compileCommandPattern)
 		case "command_regex":
-			var srcs []string
-			if srcs, err = d.strings(prim, at, k); err == nil {
-				for _, s := range srcs {
-					re, rerr := regexp.Compile(`^(?:` + s + `)$`)
-					if rerr != nil {
-						err = d.errorf(at, "the syntax is RE2's: https://github.com/google/re2/wiki/Syntax", "command_regex %q: %v", s, rerr)
-						break
-					}
-					r.CommandRegex = append(r.CommandRegex, re)
-				}
-			}
+			r.CommandRegex, err = compileEach(d, prim, at, k, "the syntax is RE2's: https://github.com/google/re2/wiki/Syntax", compileCommandRegex)
 		case "path":
-			var srcs []string
-			if srcs, err = d.strings(prim, at, k); err == nil {
-				for _, s := range srcs {
-					p, perr := compilePathPattern(s)
-					if perr != nil {
-						err = d.errorf(at, "start a path pattern with /, ~/, ./ (the session's directory) or **/ (anywhere)", "%v", perr)
-						break
-					}
-					r.Paths = append(r.Paths, p)
-				}
-			}
+			r.Paths, err = compileEach(d, prim, at, k, "start a path pattern with /, ~/, ./ (the session's directory) or **/ (anywhere)", compilePathPattern)
 		case "url":
-			var srcs []string
-			if srcs, err = d.strings(prim, at, k); err == nil {
-				for _, s := range srcs {
-					p, perr := compileURLPattern(s)
-					if perr != nil {
-						err = d.errorf(at, `write "https://example.com/docs/*" or "domain:example.com"`, "%v", perr)
-						break
-					}
-					r.URLs = append(r.URLs, p)
-				}
-			}
+			r.URLs, err = compileEach(d, prim, at, k, `write "https://example.com/docs/*" or "domain:example.com"`, compileURLPattern)
 		case "unlock_protected":
 			if d.file.Layer == Project {
 				d.ignore(at, "unlock_protected", "a project file cannot unlock protected paths (unlock them in your user config)")
@@ -511,6 +480,34 @@ func (d *decoder) rule(i int, table map[string]toml.Primitive) (*Rule, error) {
 			"a rule takes command or command_regex, not both")
 	}
 	return r, d.checkRule(r, head)
+}
+
+// compileEach compiles each pattern of a matcher; the first that does not
+// compile stops the file, with the matcher's hint.
+func compileEach[T any](d *decoder, prim toml.Primitive, at pos, key, hint string, compile func(string) (T, error)) ([]T, error) {
+	srcs, err := d.strings(prim, at, key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(srcs))
+	for _, s := range srcs {
+		c, err := compile(s)
+		if err != nil {
+			return nil, d.errorf(at, hint, "%v", err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// compileCommandRegex compiles a command_regex, which matches a whole
+// simple command.
+func compileCommandRegex(s string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(`^(?:` + s + `)$`)
+	if err != nil {
+		return nil, fmt.Errorf("command_regex %q: %v", s, err)
+	}
+	return re, nil
 }
 
 func (d *decoder) checkRule(r *Rule, head pos) error {
@@ -570,7 +567,7 @@ func (d *decoder) mcp(prim toml.Primitive) error {
 	for name, p := range table {
 		if name == "proxy" {
 			if v, err := d.value(p); err == nil {
-				if _, isTable := v.(map[string]any); !isTable {
+				if !isTable(v) {
 					// [mcp] proxy = false, not a server called "proxy".
 					at := d.loc.tableKey("proxy", "mcp")
 					if d.proxyInProject(at, "[mcp] proxy") {
@@ -656,6 +653,11 @@ func (d *decoder) boolean(prim toml.Primitive, at pos, key string) (bool, error)
 		return false, d.errorf(at, fmt.Sprintf("write %s = true or %s = false", key, key), "%s must be true or false, not %s", key, typeName(v))
 	}
 	return b, nil
+}
+
+func isTable(v any) bool {
+	_, ok := v.(map[string]any)
+	return ok
 }
 
 func typeName(v any) string {

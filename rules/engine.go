@@ -640,10 +640,7 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 		if len(r.Paths) == 0 {
 			return !r.hasActionMatcher() && (deny || !a.path.Write)
 		}
-		ctx := req.ctx
-		if r.Base != "" {
-			ctx.Cwd = r.Base
-		}
+		ctx := r.context(req.ctx)
 		raw := anyPath(r.Paths, a.path.Abs, p.home, ctx)
 		resolved := anyPath(r.Paths, a.path.Resolved, p.home, ctx)
 		if deny {

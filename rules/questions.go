@@ -75,8 +75,3 @@ func (p *Policy) QuestionSettings() QuestionsConfig {
 	}
 	return QuestionsConfig{}
 }
-
-func isTable(v any) bool {
-	_, ok := v.(map[string]any)
-	return ok
-}

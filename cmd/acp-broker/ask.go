@@ -39,7 +39,7 @@ func newAsker(policy *rules.Policy, logger *slog.Logger) (*permission.Asker, fun
 		ch, closeCh, err := newChannel(c)
 		if err != nil {
 			closeAll()
-			return nil, nil, userError(1, fmt.Sprintf("%s:%d: %s: %v", c.File, c.Line, c, err))
+			return nil, nil, userError(1, fmt.Sprintf("%s: %s: %v", c.Where(), c, err))
 		}
 		if closeCh != nil {
 			closers = append(closers, closeCh)

@@ -341,14 +341,13 @@ func knownAgentNames() []string {
 // every known agent when none is).
 func knownAgentModes(agent string) []string {
 	var modes []string
-	for _, a := range rules.KnownAgents {
-		if agent != "" && !slices.Contains(a.Names, agent) {
-			continue
+	if agent != "" {
+		if a := rules.KnownAgent(agent); a != nil {
+			modes = a.KnownModes()
 		}
-		modes = append(modes, a.Asking)
-		modes = append(modes, a.Blind...)
-		for m := range a.Broker {
-			modes = append(modes, m)
+	} else {
+		for _, a := range rules.KnownAgents {
+			modes = append(modes, a.KnownModes()...)
 		}
 	}
 	slices.Sort(modes)
