@@ -422,7 +422,7 @@ func blockScript(b readmeBlock, skips map[string]string, used map[string]bool, l
 func TestREADMEBlockScript(t *testing.T) {
 	block := readmeBlock{lang: "console", line: 10, text: `$ acp-broker rules list --no-such-flag | head -1
 acp-broker: error: unknown flag: --no-such-flag
-acp-broker: hint: see 'acp-broker --help'
+acp-broker: hint: see 'acp-broker rules list --help'
 $ echo first >&2 && acp-broker init
 first
 wrote /home/me/.config/acp-broker/config.toml

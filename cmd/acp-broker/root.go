@@ -67,9 +67,12 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	failed, err := root.ExecuteC()
 	if err == nil {
 		return 0
+	}
+	if failed == nil {
+		failed = root
 	}
 	var status statusError
 	if errors.As(err, &status) {
@@ -83,9 +86,10 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return ue.code
 	}
-	// Flag and argument errors from cobra.
+	// Flag and argument errors from cobra: the help to see is the
+	// command's that refused them.
 	fmt.Fprintf(stderr, "acp-broker: error: %s\n", err)
-	fmt.Fprintf(stderr, "acp-broker: hint: see 'acp-broker --help'\n")
+	fmt.Fprintf(stderr, "acp-broker: hint: see '%s --help'\n", failed.CommandPath())
 	return 2
 }
 
