@@ -1,50 +1,18 @@
 package rules
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 // TestREADMEWorkedExamples pins the per-agent examples the README gives, so
 // the README stays true.
 func TestREADMEWorkedExamples(t *testing.T) {
-	claude := policyFrom(t, `
-[[rule]]
-id = "tests"
-decision = "allow"
-command = ["npm test", "npm run test *", "git status", "git diff *"]
-
-[[rule]]
-id = "edit-src"
-decision = "allow"
-kind = "edit"
-path = "./src/**"
-
-[[rule]]
-id = "github-read"
-decision = "allow"
-mcp = "github/get_*"
-`)
-	codex := policyFrom(t, `
-[[rule]]
-id = "read-tools"
-decision = "allow"
-command = ["cat *", "ls *", "rg *", "git log *"]
-
-[[rule]]
-id = "no-network-installs"
-decision = "deny"
-reason = "dependencies come from the lock file"
-command = ["npm install *", "pip install *"]
-`)
-	gemini := policyFrom(t, `
-[[rule]]
-id = "git-read"
-decision = "allow"
-command = ["git status", "git log *", "git diff *"]
-
-[[rule]]
-id = "no-force-push"
-decision = "deny"
-command = "git push --force *"
-`)
+	// The rule files are the README's own blocks, in the order it gives
+	// them: a change there is tested here.
+	blocks := workedExampleBlocks(t)
+	claude, codex, gemini := policyFrom(t, blocks[0]), policyFrom(t, blocks[1]), policyFrom(t, blocks[2])
 	tests := []struct {
 		name string
 		p    *Policy
@@ -75,4 +43,32 @@ command = "git push --force *"
 			}
 		})
 	}
+}
+
+// workedExampleBlocks returns the ```toml blocks of the README's "Worked
+// examples, per agent": Claude Code's, Codex's and Gemini CLI's.
+func workedExampleBlocks(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n### Worked examples, per agent\n")
+	if !ok {
+		t.Fatal(`the README has no "### Worked examples, per agent" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks []string
+	for {
+		var block string
+		if _, section, ok = strings.Cut(section, "\n```toml\n"); !ok {
+			break
+		}
+		block, section, _ = strings.Cut(section, "\n```\n")
+		blocks = append(blocks, block)
+	}
+	if len(blocks) != 3 {
+		t.Fatalf("the worked examples have %d toml blocks, want 3 (Claude Code, Codex, Gemini CLI)", len(blocks))
+	}
+	return blocks
 }
