@@ -233,11 +233,7 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			hint := "this is not valid TOML there: strings need quotes, lists [ ] and tables [[rule]] (see https://toml.io)"
-			if pe.Usage != "" {
-				hint = strings.SplitN(strings.TrimSpace(pe.Usage), "\n", 2)[0]
-			}
-			return nil, &ConfigError{File: path, Line: pe.Position.Line, Col: max(pe.Position.Col, 1), Msg: pe.Message, Hint: hint}
+			return nil, &ConfigError{File: path, Line: pe.Position.Line, Col: max(pe.Position.Col, 1), Msg: pe.Message, Hint: syntaxHint(pe)}
 		}
 		return nil, &ConfigError{File: path, Msg: err.Error()}
 	}
@@ -277,6 +273,21 @@ func Parse(path string, layer Layer, src string) (*File, error) {
 		}
 	}
 	return d.file, nil
+}
+
+// syntaxHint says how to mend a file that is not TOML: the decoder's own
+// usage text where it has one, else a word for the mistakes it names only
+// in its message.
+func syntaxHint(pe toml.ParseError) string {
+	switch {
+	case pe.Usage != "":
+		return strings.SplitN(strings.TrimSpace(pe.Usage), "\n", 2)[0]
+	case strings.HasSuffix(pe.Message, "has already been defined."):
+		return `each key is set once in a table: give several values as a list, command = ["a *", "b *"], or write another [[rule]]`
+	case strings.HasSuffix(pe.Message, "control characters: '0x0d'"):
+		return "the file's lines end with a carriage return alone: save it with LF (or CRLF) line endings"
+	}
+	return "this is not valid TOML there: strings need quotes, lists [ ] and tables [[rule]] (see https://toml.io)"
 }
 
 type decoder struct {

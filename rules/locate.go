@@ -32,7 +32,8 @@ var (
 	headerLine = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_."' -]+?)\s*\]\]?\s*(#.*)?$`)
 	})
-	keyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*=`) })
+	// A dotted key (ask.route = ...) is filed under its first name.
+	keyLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)("[^"]*"|'[^']*'|[A-Za-z0-9_-]+)\s*[=.]`) })
 	pathSep = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s*\.\s*`) })
 )
 
