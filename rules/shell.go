@@ -887,13 +887,8 @@ func (r *commandReader) forHeader(clause *syntax.ForClause, redir redirection) {
 		r.emit(SimpleCommand{Argv: []string{keyword, r.written(loop)}, Redirects: redirects},
 			append(reasons, "arithmetic command"))
 	case *syntax.WordIter:
-		argv := []string{keyword, loop.Name.Value, "in"}
-		for _, item := range loop.Items {
-			reasons = append(reasons, r.listSubstitutions(item)...)
-			info := r.wordValue(item)
-			argv = append(argv, info.value)
-			reasons = append(reasons, info.reasons...)
-		}
+		var argv []string
+		argv, reasons = r.appendWords([]string{keyword, loop.Name.Value, "in"}, reasons, loop.Items)
 		if len(reasons) > 0 {
 			r.emit(SimpleCommand{Argv: argv, Redirects: redirects}, reasons)
 		}
@@ -907,16 +902,22 @@ func (r *commandReader) caseHeader(clause *syntax.CaseClause, redir redirection)
 	for _, item := range clause.Items {
 		words = append(words, item.Patterns...)
 	}
-	argv := []string{"case"}
+	argv, reasons := r.appendWords([]string{"case"}, reasons, words)
+	if len(reasons) > 0 {
+		r.emit(SimpleCommand{Argv: argv, Redirects: redirects}, reasons)
+	}
+}
+
+// appendWords appends each word's value to argv, and to reasons why the
+// word is not literal, its substitutions included.
+func (r *commandReader) appendWords(argv, reasons []string, words []*syntax.Word) ([]string, []string) {
 	for _, word := range words {
 		reasons = append(reasons, r.listSubstitutions(word)...)
 		info := r.wordValue(word)
 		argv = append(argv, info.value)
 		reasons = append(reasons, info.reasons...)
 	}
-	if len(reasons) > 0 {
-		r.emit(SimpleCommand{Argv: argv, Redirects: redirects}, reasons)
-	}
+	return argv, reasons
 }
 
 // testClause lists `[[ ... ]]` as a command. Its arithmetic operators and -v evaluate their
