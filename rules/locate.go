@@ -90,14 +90,14 @@ func (l *locator) in(idx int, key string) pos {
 }
 
 // header locates the first header after block idx that is of the table
-// name or of one below it; for a [[rule]] block, only up to the next
-// [[rule]], since a [rule.x] there belongs to that one.
+// name or of one below it; for the block of an array of tables ([[rule]]),
+// only up to the array's next table, since a [rule.x] there belongs to it.
 func (l *locator) header(name string, idx int) (pos, bool) {
 	for _, b := range l.blocks[idx+1:] {
 		if b.name == name || strings.HasPrefix(b.name, name+".") {
 			return b.header, true
 		}
-		if l.blocks[idx].name == "rule" && b.name == "rule" {
+		if idx > 0 && b.name == l.blocks[idx].name {
 			break
 		}
 	}
