@@ -696,9 +696,10 @@ func quoteList(values []string) string {
 }
 
 // closest returns the known word nearest to s when it is near enough to be
-// a typo.
+// a typo: fewer letters changed than s has, so that "x" is not taken for
+// "id".
 func closest(s string, known []string) string {
-	best, bestDist := "", 3
+	best, bestDist := "", min(3, len(s))
 	for _, k := range known {
 		if d := editDistance(s, k); d < bestDist {
 			best, bestDist = k, d

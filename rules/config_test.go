@@ -39,6 +39,7 @@ func TestParseRejectsWithPositionAndHint(t *testing.T) {
 		{"unknown array section", "mode = \"plan\"\n\n[[channels]]\nname = \"x\"\n", "rules.toml:3:1", `unknown key "channels"`, `did you mean "channel"?`},
 		{"unknown table in a rule", "[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n\n[rule.comand]\nx = 1\n", "rules.toml:5:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
 		{"unknown table in a second rule", "[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\n\n[[rule]]\ndecision = \"deny\"\ncommand = \"mv *\"\n\n[rule.comand]\nx = 1\n", "rules.toml:9:1", `unknown key "comand" in [[rule]]`, `did you mean "command"?`},
+		{"a one-letter key", "[[rule]]\ndecision = \"deny\"\ncommand = \"rm *\"\nx = 1\n", "rules.toml:4:1", `unknown key "x" in [[rule]]`, "known keys are id, decision"},
 		{"unknown table in [ask]", "[ask]\nroute = \"editor\"\n\n[ask.rout]\nx = 1\n", "rules.toml:4:1", `unknown key "rout" in [ask]`, ""},
 		{"a key set twice", "[[rule]]\ndecision = \"deny\"\ncommand = \"a\"\ncommand = \"b\"\n", "rules.toml:4:", "has already been defined", "give several values as a list"},
 		{"a dotted key in a rule", "[[rule]]\ndecision = \"deny\"\n\ncommand.x = \"a\"\n", "rules.toml:4:1", "command must be a string or a list of strings, not a table", ""},
