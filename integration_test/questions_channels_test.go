@@ -317,7 +317,8 @@ func answerQuestion(dir, id string, args ...string) (string, error) {
 // question reaches the editor and `acp-broker pending`; `acp-broker answer
 // ID --field target=nowhere` is refused and leaves it pending;
 // nor is the same content sent straight to the broker's socket by a
-// process that is not the agent's; `--field target=production` reaches the agent exactly once, the editor's
+// process that is not the agent's, and the audit line names that refusal;
+// `--field target=production` reaches the agent exactly once, the editor's
 // prompt is withdrawn, and a second answer is refused.
 func TestQuestionOnLocalAnsweredWithFields(t *testing.T) {
 	s, dir := questionBroker(t, "")
@@ -359,5 +360,11 @@ func TestQuestionOnLocalAnsweredWithFields(t *testing.T) {
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Channel != "local" || strings.Join(lines[0].Fields, ",") != "target" {
 		t.Fatalf("audit: %+v", lines)
+	}
+	// The socket's refusal is named in the audit line, as a channel's is;
+	// the CLI's own sent nothing, and the late second answer came after
+	// the line.
+	if r := lines[0].Refused; len(r) != 1 || !strings.HasPrefix(r[0], "local: ") || !strings.Contains(r[0], "nowhere") {
+		t.Fatalf("refused: %q, want the socket's refusal of target=nowhere", r)
 	}
 }

@@ -202,3 +202,27 @@ func TestWebhookSendsNoExpiredOrWithdrawnQuestion(t *testing.T) {
 	default:
 	}
 }
+
+// A request the broker ended itself is resolved with why, in the text and
+// as "reason", one line of plain text.
+func TestWebhookResolvedSaysWhy(t *testing.T) {
+	for _, p := range []Prompt{formQuestion(questionSchema), httpChanPrompt("5-7")} {
+		t.Run(p.ID, func(t *testing.T) {
+			httpChanLeakCheck(t)
+			rc := newFakeReceiver(t)
+			w := startWebhook(t, rc)
+			ctx, withdraw := context.WithCancelCause(t.Context())
+			defer withdraw(nil)
+			res := askAsync(t, ctx, w, p)
+			recvWithin(t, rc.prompts, "the prompt")
+			withdraw(&Outcome{By: "timeout", Decision: "deny", Reason: "nobody answered\nwithin 5m"})
+			if r := recvWithin(t, res, "Ask"); !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("Ask = %+v, %v", r.ans, r.err)
+			}
+			done := recvWithin(t, rc.resolved, "the resolved event")
+			if done.Text != "timed out: rejected (nobody answered within 5m)" || done.Reason != "nobody answered within 5m" || done.By != "timeout" || done.Decision != "deny" {
+				t.Errorf("resolved = %+v", done)
+			}
+		})
+	}
+}
