@@ -184,6 +184,33 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 	}
 }
 
+// TestQuestionOnNtfyTimedOutSaysWhy: a question nobody answered on the
+// phone is answered cancel at [ask] timeout, and its notification is
+// replaced by one that says so and why. (The timeout is long enough for the
+// notification to be published first by a wide margin; nothing here
+// measures time.)
+func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
+	ntfy := startFakeNtfy(t)
+	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"5s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
+	s, dir := questionBroker(t, cfg)
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	n := ntfy.nextNotification(t)
+	if !strings.Contains(n.Message, "Deploy where?") || len(n.Actions) == 0 {
+		t.Fatalf("notification %+v", n)
+	}
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"cancel"}}`)
+	r := ntfy.nextNotification(t)
+	if want := "timed out: cancelled (nobody answered within 5s)\n"; r.SequenceID != n.SequenceID || len(r.Actions) != 0 || !strings.HasPrefix(r.Message, want) {
+		t.Errorf("the notification was replaced by %+v; want it to start %q", r, want)
+	}
+	agentGotNothingMore(s)
+	s.Finish()
+	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" || lines[0].Reason != "nobody answered within 5s" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
 // webhookReceiver is the user's receiver: it keeps each prompt the broker
 // POSTs (checking its signature) and acknowledges every event.
 func webhookReceiver(t *testing.T, secret string) (*httptest.Server, <-chan webhookQuestion) {
