@@ -675,21 +675,30 @@ func FindPending(dir, id string) (Pending, error) {
 
 // AnswerQuestion answers the question q, as FindPending returned it, with
 // action "accept", "decline" or "cancel" and, for an accepted form, content
-// (a JSON object the broker checks against the form's schema). The answer
-// carries q's digest: if the broker's request is no longer the one q shows,
-// it is refused.
+// (a JSON object the broker checks against the form's schema). Only the
+// broker that listed q is asked (each listens on dir/PID.sock, PID the one
+// it reports), not every one again. The answer carries q's digest: if the
+// broker's request is no longer the one q shows, it is refused.
 func AnswerQuestion(dir string, q Pending, action string, content json.RawMessage) error {
 	if !q.IsQuestion() {
 		return fmt.Errorf("request %q is a permission request, not a question", q.ID)
 	}
-	p, err := findPending(dir, q.ID)
+	at := pendingAt{q, filepath.Join(dir, strconv.Itoa(q.Broker)+".sock")}
+	resp, err := callLocal(at.socket, localRequest{Op: "list"})
 	switch {
+	case isDead(err):
+		return fmt.Errorf("no pending request %q", q.ID)
 	case err != nil:
-		return err
-	case p.Broker != q.Broker || p.Digest != q.Digest:
+		return fmt.Errorf("no pending request %q found: broker %d: %w", q.ID, q.Broker, err)
+	}
+	i := slices.IndexFunc(resp.Pending, func(p Prompt) bool { return p.ID == q.ID })
+	switch {
+	case i < 0:
+		return fmt.Errorf("no pending request %q", q.ID)
+	case resp.Broker != q.Broker || resp.Pending[i].Digest != q.Digest:
 		return fmt.Errorf("request %q is no longer the question shown (it was replaced)", q.ID)
 	}
-	return p.answer(localRequest{Op: "answer", ID: q.ID, Digest: q.Digest, Action: action, Content: content})
+	return at.answer(localRequest{Op: "answer", ID: q.ID, Digest: q.Digest, Action: action, Content: content})
 }
 
 // findPending finds the one pending request id among the user's brokers.
