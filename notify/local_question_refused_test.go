@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -74,4 +75,22 @@ func mustFind(t *testing.T, dir, id string) Pending {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A late answer to a question the broker ended itself is refused in the
+// words the other channels use, the reason included.
+func TestLocalLateAnswerSaysWhy(t *testing.T) {
+	l, dir := localListen(t)
+	ctx, withdraw := context.WithCancelCause(t.Context())
+	q := localQuestion("18-1")
+	done := localStartAsk(t, l, ctx, q)
+	p := mustFind(t, dir, q.ID)
+	withdraw(&Outcome{By: "timeout", Decision: "cancel", Reason: "nobody answered within 5m"})
+	if r := execRecv(t, done, "Ask to return"); r.err != context.Canceled {
+		t.Fatalf("Ask = %+v, %v; want context.Canceled", r.ans, r.err)
+	}
+	resp, err := callLocal(l.Path(), localRequest{Op: "answer", ID: p.ID, Digest: p.Digest, Action: "decline"})
+	if want := "no longer pending: timed out: cancelled (nobody answered within 5m)"; err != nil || resp.OK || !strings.Contains(resp.Error, want) {
+		t.Errorf("a late answer = %+v, %v; want refused with %q", resp, err, want)
+	}
 }
