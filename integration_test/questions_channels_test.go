@@ -190,9 +190,10 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 
 // TestQuestionOnNtfyTimedOutSaysWhy: a question nobody answered on the
 // phone is answered cancel at [ask] timeout, and its notification is
-// replaced by one that says so and why. (The timeout is long enough for the
-// notification to be published first by a wide margin; nothing here
-// measures time.)
+// replaced by one that says so and why: the channel's own deadline is the
+// broker's, and ntfy waits at it for the broker's outcome. (The timeout is
+// long enough for the notification to be published first by a wide
+// margin; nothing here measures time.)
 func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
 	ntfy := startFakeNtfy(t)
 	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"5s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)

@@ -43,9 +43,10 @@ import (
 // When the request ends (answered here or elsewhere, withdrawn, timed out),
 // Ask replaces the notification, buttons and all, with one line saying what
 // happened ("answered in the editor: allowed") and, when the broker ended it
-// itself, why ("timed out: rejected (nobody answered within 5m)"), by
-// publishing again with the same sequence ID (ntfy 2.16 and later; an older
-// server shows it as a second notification).
+// itself, why ("timed out: rejected (nobody answered within 5m)"; at the
+// prompt's deadline Ask waits a moment for ctx to say so), by publishing
+// again with the same sequence ID (ntfy 2.16 and later; an older server
+// shows it as a second notification).
 //
 // A question (an agent's elicitation) is shown as its message. A form that
 // asks one thing among at most three choices (one string field with
@@ -167,6 +168,9 @@ func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	}
 
 	ans, err := n.wait(ctx, client, &stream, p, &a, published)
+	if errors.Is(err, errPastDeadline) {
+		awaitOutcome(ctx)
+	}
 	n.retract(ctx, client, p, msg, ntfyRetraction(ctx, p, ans, err))
 	return ans, err
 }
@@ -784,6 +788,23 @@ func (n *Ntfy) retract(ctx context.Context, client *http.Client, p Prompt, promp
 
 // errPastDeadline is why a channel stops waiting at the prompt's deadline.
 var errPastDeadline = errors.New("the request's deadline passed")
+
+// outcomeGrace bounds how long a channel whose prompt's deadline passed
+// waits for the asker to end its ctx with what became of the request (the
+// broker answers it at that very deadline), so that the text replacing the
+// prompt says how and why, not only "timed out". A var so that tests can
+// lengthen it.
+var outcomeGrace = 2 * time.Second
+
+// awaitOutcome waits for ctx to end, for at most outcomeGrace.
+func awaitOutcome(ctx context.Context) {
+	t := time.NewTimer(outcomeGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 // channelRetractTimeout bounds how long a channel spends retracting a
 // prompt after its request ended.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func buttonLabels(m fakeNtfyMessage) []string {
@@ -329,4 +330,37 @@ func TestNtfyLongChoiceGetsNoButtons(t *testing.T) {
 		t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
 	}
 	recvWithin(t, f.published, "the update")
+}
+
+// lengthenGrace makes a channel wait as long as a test may need for the
+// outcome after its deadline, so that nothing here depends on how soon the
+// test withdraws.
+func lengthenGrace(t *testing.T) {
+	old := outcomeGrace
+	outcomeGrace = time.Minute
+	t.Cleanup(func() { outcomeGrace = old })
+}
+
+// At its own deadline, ntfy waits for the asker to say what became of the
+// request (the broker answers it at that deadline) and replaces the prompt
+// with how and why, not only "timed out".
+func TestNtfyDeadlineWaitsForTheOutcome(t *testing.T) {
+	httpChanLeakCheck(t)
+	lengthenGrace(t)
+	f := newFakeNtfy(t, "")
+	n := newTestNtfy(f)
+	p := formQuestion(questionSchema)
+	p.Deadline = time.Now().Add(300 * time.Millisecond)
+	ctx, withdraw := context.WithCancelCause(t.Context())
+	defer withdraw(nil)
+	res := askAsync(t, ctx, n, p)
+	m := recvWithin(t, f.published, "the question")
+	// Withdrawn after the deadline: only a channel that waits for the
+	// outcome can tell. (Withdrawn before it, the text is the same.)
+	<-time.After(time.Until(p.Deadline) + 200*time.Millisecond)
+	withdraw(&Outcome{By: "timeout", Decision: "cancel", Reason: "nobody answered within 300ms"})
+	if r := recvWithin(t, res, "Ask"); r.err == nil {
+		t.Fatalf("Ask = %+v; want no answer", r.ans)
+	}
+	wantUpdate(t, f, m, "timed out: cancelled (nobody answered within 300ms)")
 }

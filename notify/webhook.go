@@ -64,7 +64,8 @@ import (
 //
 // and, when the broker ended it itself, why, in "text" and in "reason":
 // "text": "timed out: rejected (nobody answered within 5m)", "reason":
-// "nobody answered within 5m".
+// "nobody answered within 5m" (at the prompt's deadline Ask waits a moment
+// for ctx to say so).
 //
 // The listener speaks plain HTTP. Anyone who can see an answer URL can
 // answer with it: on anything but loopback, put it behind TLS and set
@@ -295,6 +296,9 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 		if a, ok := answered(req); ok {
 			ans, err = a, nil
 		}
+	}
+	if errors.Is(err, errPastDeadline) {
+		awaitOutcome(ctx)
 	}
 	w.resolve(ctx, p, ans, err)
 	if err != nil {
