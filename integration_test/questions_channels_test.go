@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,7 +129,7 @@ func press(t *testing.T, url, body string) {
 
 // TestQuestionOnNtfyAnsweredByAChoiceButton: routed to the editor and the
 // channels, the deploy question reaches ntfy with a signed button per
-// choice. A token whose content was altered (its signature kept) and one
+// choice, then Decline. A token whose content was altered (its signature kept) and one
 // made up are refused; pressing Production then reaches the agent exactly
 // once, the editor's prompt is withdrawn, pressing it again does nothing,
 // and the notification is replaced by one without buttons.
@@ -143,14 +144,17 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 		t.Fatalf("notification %+v", n)
 	}
 	buttons := map[string]string{}
+	var labels []string
 	for _, a := range n.Actions {
 		if a.Method != http.MethodPost || a.URL != ntfy.URL+"/acpb-test-reply" {
 			t.Fatalf("button %+v", a)
 		}
 		buttons[a.Label] = a.Body
+		labels = append(labels, a.Label)
 	}
-	production, ok := buttons["2. Production"]
-	if len(n.Actions) != 3 || !ok || buttons["1. Staging"] == "" || buttons["Decline"] == "" {
+	// A button per choice, then Decline in the slot left.
+	production := buttons["2. Production"]
+	if !slices.Equal(labels, []string{"1. Staging", "2. Production", "Decline"}) || production == "" {
 		t.Fatalf("buttons %+v", n.Actions)
 	}
 
@@ -180,6 +184,34 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 	s.Finish()
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Source != "channel" || lines[0].Channel != "phone" {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
+// TestQuestionOnNtfyTimedOutSaysWhy: a question nobody answered on the
+// phone is answered cancel at [ask] timeout, and its notification is
+// replaced by one that says so and why: the channel's own deadline is the
+// broker's, and ntfy waits at it for the broker's outcome. (The timeout is
+// long enough for the notification to be published first by a wide
+// margin; nothing here measures time.)
+func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
+	ntfy := startFakeNtfy(t)
+	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"5s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
+	s, dir := questionBroker(t, cfg)
+	openSession(t, s, "s1")
+	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
+	n := ntfy.nextNotification(t)
+	if !strings.Contains(n.Message, "Deploy where?") || len(n.Actions) == 0 {
+		t.Fatalf("notification %+v", n)
+	}
+	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"cancel"}}`)
+	r := ntfy.nextNotification(t)
+	if want := "timed out: cancelled (nobody answered within 5s)\n"; r.SequenceID != n.SequenceID || len(r.Actions) != 0 || !strings.HasPrefix(r.Message, want) {
+		t.Errorf("the notification was replaced by %+v; want it to start %q", r, want)
+	}
+	agentGotNothingMore(s)
+	s.Finish()
+	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" || lines[0].Reason != "nobody answered within 5s" {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
@@ -317,7 +349,8 @@ func answerQuestion(dir, id string, args ...string) (string, error) {
 // question reaches the editor and `acp-broker pending`; `acp-broker answer
 // ID --field target=nowhere` is refused and leaves it pending;
 // nor is the same content sent straight to the broker's socket by a
-// process that is not the agent's; `--field target=production` reaches the agent exactly once, the editor's
+// process that is not the agent's, and the audit line names that refusal;
+// `--field target=production` reaches the agent exactly once, the editor's
 // prompt is withdrawn, and a second answer is refused.
 func TestQuestionOnLocalAnsweredWithFields(t *testing.T) {
 	s, dir := questionBroker(t, "")
@@ -359,5 +392,11 @@ func TestQuestionOnLocalAnsweredWithFields(t *testing.T) {
 	lines := questionLines(t, dir)
 	if len(lines) != 1 || lines[0].Decision != "accept" || lines[0].Channel != "local" || strings.Join(lines[0].Fields, ",") != "target" {
 		t.Fatalf("audit: %+v", lines)
+	}
+	// The socket's refusal is named in the audit line, as a channel's is;
+	// the CLI's own sent nothing, and the late second answer came after
+	// the line.
+	if r := lines[0].Refused; len(r) != 1 || !strings.HasPrefix(r[0], "local: ") || !strings.Contains(r[0], "nowhere") {
+		t.Fatalf("refused: %q, want the socket's refusal of target=nowhere", r)
 	}
 }

@@ -279,6 +279,54 @@ func TestNoRuleAnswersAQuestion(t *testing.T) {
 	}
 }
 
+// TestCodexApprovalAsAQuestion (attack): codex-acp's approval of an MCP
+// tool call, sent as a form question marked _meta.codex_approval_kind,
+// reaches the editor under rules that allow everything in bypass mode, as
+// every question does, and its audit line says it is a Codex approval and
+// of which kind; the mark in another letter case beside it, or not a
+// string, names it a possible approval, and so does the line of one the
+// timeout answered.
+func TestCodexApprovalAsAQuestion(t *testing.T) {
+	approval := func(id, meta string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"elicitation/create","params":{"sessionId":"s1","toolCallId":"call_7","mode":"form","message":"Allow the github MCP server to run tool \"create_issue\"?","requestedSchema":{"type":"object","properties":{}},"_meta":` + meta + `}}`
+	}
+	const possibly = "possibly a Codex approval asked as a question"
+	s, dir := questionBroker(t, allowEverything, "--mode", "bypass")
+	openSession(t, s, "s1")
+	s.AgentToEditor(approval("2", `{"codex_approval_kind":"mcp_tool_call","persist":["session","always"],"tool_params":{"title":"x"}}`))
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":2,"result":{"action":"accept"}}`)
+	s.AgentToEditor(approval("3", `{"codex_approval_kind":"mcp_tool_call","Codex_Approval_Kind":"none"}`))
+	s.EditorToAgent(`{"jsonrpc":"2.0","id":3,"result":{"action":"decline"}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+	lines := questionLines(t, dir)
+	if len(lines) != 2 {
+		t.Fatalf("audit lines: %+v", lines)
+	}
+	for i, want := range []struct{ decision, reason string }{
+		{"accept", `a Codex approval asked as a question (_meta.codex_approval_kind "mcp_tool_call"): only a human answers it`},
+		{"decline", possibly},
+	} {
+		if l := lines[i]; l.Decision != want.decision || l.Source != "editor" || !strings.HasPrefix(l.Reason, want.reason) {
+			t.Errorf("audit line %d: %+v; want %s by the editor, the reason starting %q", i, l, want.decision, want.reason)
+		}
+	}
+
+	// Nobody answers this one: the timeout does, cancel.
+	s, dir = questionBroker(t, allowEverything+"\n[ask]\ntimeout = \"300ms\"\n", "--mode", "bypass")
+	openSession(t, s, "s1")
+	s.AgentToEditor(approval("4", `{"codex_approval_kind":["mcp_tool_call"]}`))
+	s.AgentExpect(`{"jsonrpc":"2.0","id":4,"result":{"action":"cancel"}}`)
+	s.EditorExpect(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}`)
+	agentGotNothingMore(s)
+	s.Finish()
+	lines = questionLines(t, dir)
+	if len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" ||
+		!strings.HasPrefix(lines[0].Reason, possibly) || !strings.HasSuffix(lines[0].Reason, "; nobody answered within 300ms") {
+		t.Fatalf("audit: %+v", lines)
+	}
+}
+
 // TestAgentCannotAnswerItsOwnQuestion (attack): a response the agent sends
 // with its own question's id goes to the editor as any agent response
 // does, and answers nothing: the question stays open, and the editor's

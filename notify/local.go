@@ -433,6 +433,12 @@ func (l *Local) refused(line []byte, why string) {
 	if a == nil {
 		return
 	}
+	a.refused(why)
+}
+
+// refused reports, where the Ask's ctx carries WithRefusals' report, that
+// an answer to its prompt was refused and why.
+func (a *localAsk) refused(why string) {
 	if report, ok := a.ctx.Value(refusalsKey{}).(func(string)); ok {
 		report(why)
 	}
@@ -441,9 +447,11 @@ func (l *Local) refused(line []byte, why string) {
 type refusalsKey struct{}
 
 // WithRefusals returns a copy of ctx for Local.Ask that carries report:
-// each time the local channel refuses an answer to the prompt because of
-// who sent it (one of an agent's processes), it calls report with why, so
-// that the request's audit line can say so.
+// each time the local channel refuses an answer to the pending prompt,
+// because of who sent it (one of an agent's processes) or because it
+// answers nothing (another version's digest, an option not offered,
+// content that does not fit the form), it calls report with why, so that
+// the request's audit line can say so.
 func WithRefusals(ctx context.Context, report func(why string)) context.Context {
 	return context.WithValue(ctx, refusalsKey{}, report)
 }
@@ -503,11 +511,18 @@ func (l *Local) take(req localRequest, who string) (Answer, error) {
 		return Answer{}, fmt.Errorf("request %q is no longer pending: it was already answered", req.ID)
 	case a.ctx.Err() != nil:
 		return Answer{}, fmt.Errorf("request %q is no longer pending: %s", req.ID, endedBy(a.ctx))
-	case req.Digest != a.p.Digest:
-		return Answer{}, fmt.Errorf("the answer is for another version of request %q (digest mismatch)", req.ID)
 	}
-	ans, err := a.read(req)
+	var ans Answer
+	var err error
+	if req.Digest != a.p.Digest {
+		err = fmt.Errorf("the answer is for another version of request %q (digest mismatch)", req.ID)
+	} else {
+		ans, err = a.read(req)
+	}
 	if err != nil {
+		// Under l.mu: the refusal is reported before a later answer can
+		// be taken, and so before the request's audit line is written.
+		a.refused(err.Error())
 		return Answer{}, err
 	}
 	ans.Channel, ans.Who = LocalName, who
@@ -660,21 +675,30 @@ func FindPending(dir, id string) (Pending, error) {
 
 // AnswerQuestion answers the question q, as FindPending returned it, with
 // action "accept", "decline" or "cancel" and, for an accepted form, content
-// (a JSON object the broker checks against the form's schema). The answer
-// carries q's digest: if the broker's request is no longer the one q shows,
-// it is refused.
+// (a JSON object the broker checks against the form's schema). Only the
+// broker that listed q is asked (each listens on dir/PID.sock, PID the one
+// it reports), not every one again. The answer carries q's digest: if the
+// broker's request is no longer the one q shows, it is refused.
 func AnswerQuestion(dir string, q Pending, action string, content json.RawMessage) error {
 	if !q.IsQuestion() {
 		return fmt.Errorf("request %q is a permission request, not a question", q.ID)
 	}
-	p, err := findPending(dir, q.ID)
+	at := pendingAt{q, filepath.Join(dir, strconv.Itoa(q.Broker)+".sock")}
+	resp, err := callLocal(at.socket, localRequest{Op: "list"})
 	switch {
+	case isDead(err):
+		return fmt.Errorf("no pending request %q", q.ID)
 	case err != nil:
-		return err
-	case p.Broker != q.Broker || p.Digest != q.Digest:
+		return fmt.Errorf("no pending request %q found: broker %d: %w", q.ID, q.Broker, err)
+	}
+	i := slices.IndexFunc(resp.Pending, func(p Prompt) bool { return p.ID == q.ID })
+	switch {
+	case i < 0:
+		return fmt.Errorf("no pending request %q", q.ID)
+	case resp.Broker != q.Broker || resp.Pending[i].Digest != q.Digest:
 		return fmt.Errorf("request %q is no longer the question shown (it was replaced)", q.ID)
 	}
-	return p.answer(localRequest{Op: "answer", ID: q.ID, Digest: q.Digest, Action: action, Content: content})
+	return at.answer(localRequest{Op: "answer", ID: q.ID, Digest: q.Digest, Action: action, Content: content})
 }
 
 // findPending finds the one pending request id among the user's brokers.

@@ -42,21 +42,26 @@ import (
 //
 // When the request ends (answered here or elsewhere, withdrawn, timed out),
 // Ask replaces the notification, buttons and all, with one line saying what
-// happened ("answered in the editor: allowed"), by publishing again with the
-// same sequence ID (ntfy 2.16 and later; an older server shows it as a second
-// notification).
+// happened ("answered in the editor: allowed") and, when the broker ended it
+// itself, why ("timed out: rejected (nobody answered within 5m)"; at the
+// prompt's deadline Ask waits a moment for ctx to say so), by publishing
+// again with the same sequence ID (ntfy 2.16 and later; an older server
+// shows it as a second notification).
 //
-// A question (an agent's elicitation) is shown as its message, its first
-// button the broker's "Decline". A form that asks one thing among at most
-// two choices (one string field with choices; any other field optional),
-// each labelled in plain printable ASCII so that no lookalike letter can
-// pass for the broker's own words, gets a numbered button per choice, each a
-// signed token that accepts with that choice and nothing else, bound to the
-// request as an option's is. A URL-mode question shows the URL's host and
-// the whole URL, which nothing here ever opens or fetches, and no button to
-// accept: a phone may show a notification cut short, so tapping "accept"
-// would not mean the human saw where it leads. Every other question says
-// where it can be answered (QuestionPointer).
+// A question (an agent's elicitation) is shown as its message. A form that
+// asks one thing among at most three choices (one string field with
+// choices; any other field optional), each labelled in plain printable
+// ASCII so that no lookalike letter can pass for the broker's own words,
+// gets a numbered button per choice ("1. Staging"), each a signed token
+// that accepts with that choice and nothing else, bound to the request as
+// an option's is; with one or two choices the last button is the broker's
+// "Decline", with three the text says where the question can be declined
+// (QuestionPointer). Every other question gets "Decline" alone. A URL-mode
+// question shows the URL's host and the whole URL, which nothing here ever
+// opens or fetches, and no button to accept: a phone may show a
+// notification cut short, so tapping "accept" would not mean the human saw
+// where it leads. A question without choice buttons says where it can be
+// answered.
 //
 // The phone publishes to ReplyTopic without Token: the reply topic must let
 // the phone's ntfy app write to it (anonymous write, or the app's own
@@ -156,14 +161,17 @@ func (n *Ntfy) Ask(ctx context.Context, p Prompt) (Answer, error) {
 	if err := n.publish(ctx, client, msg); err != nil {
 		if ctx.Err() != nil {
 			// The server may have published it before ctx ended.
-			n.retract(ctx, client, p, msg, ntfyRetraction(ctx, Answer{}, Option{}, ctx.Err()))
+			n.retract(ctx, client, p, msg, ntfyRetraction(ctx, p, Answer{}, ctx.Err()))
 			return Answer{}, ctx.Err()
 		}
 		return Answer{}, n.errorf("publish the prompt: %w", err)
 	}
 
-	ans, opt, err := n.wait(ctx, client, &stream, p, &a, published)
-	n.retract(ctx, client, p, msg, ntfyRetraction(ctx, ans, opt, err))
+	ans, err := n.wait(ctx, client, &stream, p, &a, published)
+	if errors.Is(err, errPastDeadline) {
+		awaitOutcome(ctx)
+	}
+	n.retract(ctx, client, p, msg, ntfyRetraction(ctx, p, ans, err))
 	return ans, err
 }
 
@@ -304,34 +312,14 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 	}
 	var b strings.Builder
 	b.WriteString(Truncate(Collapse(p.Message), 1500))
-	decline := button("Decline", ActionDecline, "")
-	// The broker's Decline comes first, then a numbered button per choice.
-	msg.Actions = []ntfyAction{decline}
-	if field := singleChoice(form); field != nil {
-		labels := []string{"decline"}
-		for i, c := range field.Choices {
-			label := Truncate(Collapse(c.Label()), 40)
-			content, err := form.Content(map[string][]string{field.Name: {c.Value}})
-			if err != nil || !plainLabel(c.Label()) || slices.Contains(labels, strings.ToLower(label)) {
-				// A label that is empty or not plain ASCII (a Cyrillic
-				// "Dеcline" reads as the broker's own), or two that read
-				// alike: which button is which would be a guess, so no
-				// choice buttons.
-				msg.Actions = []ntfyAction{decline}
-				break
-			}
-			labels = append(labels, strings.ToLower(label))
-			act := button(fmt.Sprintf("%d. %s", i+1, label), ActionAccept, string(content))
-			if len(act.Body) > ntfyTokenLimit {
-				// A choice too long for a token: no buttons rather than
-				// some choices without one.
-				msg.Actions = []ntfyAction{decline}
-				break
-			}
-			msg.Actions = append(msg.Actions, act)
-		}
+	// A button per choice, as many as ntfy allows; the broker's Decline
+	// takes a slot left over.
+	msg.Actions = choiceButtons(form, button)
+	choices := len(msg.Actions) > 0
+	declines := len(msg.Actions) < ntfyMaxButtons
+	if declines {
+		msg.Actions = append(msg.Actions, button("Decline", ActionDecline, ""))
 	}
-	choices := len(msg.Actions) > 1
 	switch {
 	case p.Mode == "url":
 		// CheckQuestion let through only a URL of printable ASCII.
@@ -344,9 +332,13 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 	case !choices:
 		b.WriteString("\n\n" + ntfyFields(form))
 	}
-	if choices {
-		b.WriteString("\n\nTap a choice, or " + p.QuestionPointer())
-	} else {
+	switch {
+	case choices && declines:
+		b.WriteString("\n\nTap a choice or Decline, or " + p.QuestionPointer())
+	case choices:
+		// Every slot is a choice: where to decline is said instead.
+		b.WriteString("\n\nTap a choice. To decline, " + p.QuestionPointer())
+	default:
 		pointer := p.QuestionPointer()
 		b.WriteString("\n\n" + strings.ToUpper(pointer[:1]) + pointer[1:])
 	}
@@ -354,9 +346,41 @@ func (n *Ntfy) questionMessage(p Prompt, a *ntfyAsk) (ntfyPublish, error) {
 	return msg, nil
 }
 
+// choiceButtons are the numbered buttons of a form that asks one thing
+// among a few choices (singleChoice), each a signed token that accepts with
+// that choice and nothing else; none when any choice cannot have one.
+func choiceButtons(form *elicit.Form, button func(label, action, content string) ntfyAction) []ntfyAction {
+	field := singleChoice(form)
+	if field == nil {
+		return nil
+	}
+	// "decline" is the broker's word whether or not its button is shown.
+	labels := []string{"decline"}
+	var buttons []ntfyAction
+	for i, c := range field.Choices {
+		label := Truncate(Collapse(c.Label()), 40)
+		content, err := form.Content(map[string][]string{field.Name: {c.Value}})
+		if err != nil || !plainLabel(c.Label()) || slices.Contains(labels, strings.ToLower(label)) {
+			// A label that is empty or not plain ASCII (a Cyrillic
+			// "Dеcline" reads as the broker's own), or two that read
+			// alike: which button is which would be a guess.
+			return nil
+		}
+		labels = append(labels, strings.ToLower(label))
+		act := button(fmt.Sprintf("%d. %s", i+1, label), ActionAccept, string(content))
+		if len(act.Body) > ntfyTokenLimit {
+			// A choice too long for a token: no buttons rather than
+			// some choices without one.
+			return nil
+		}
+		buttons = append(buttons, act)
+	}
+	return buttons
+}
+
 // singleChoice is the field a form asks for when it asks one thing among a
 // few choices a button each can answer: the one field with choices, a
-// string's, as many as leave a button for Decline, every other field
+// string's, at most as many as ntfy has buttons, every other field
 // optional (a button leaves them out). Nil for any other form.
 func singleChoice(form *elicit.Form) *elicit.Field {
 	if form == nil {
@@ -375,7 +399,7 @@ func singleChoice(form *elicit.Form) *elicit.Field {
 			return nil
 		}
 	}
-	if choice == nil || len(choice.Choices) > ntfyMaxButtons-1 {
+	if choice == nil || len(choice.Choices) > ntfyMaxButtons {
 		return nil
 	}
 	return choice
@@ -558,7 +582,7 @@ func (s *ntfyStream) read(ctx context.Context, body io.ReadCloser) {
 // ends, the deadline passes, or the subscription is lost for good. It
 // subscribes again when the stream breaks or goes quiet, asking for every
 // message since the prompt was published.
-func (n *Ntfy) wait(ctx context.Context, client *http.Client, stream **ntfyStream, p Prompt, a *ntfyAsk, published time.Time) (Answer, Option, error) {
+func (n *Ntfy) wait(ctx context.Context, client *http.Client, stream **ntfyStream, p Prompt, a *ntfyAsk, published time.Time) (Answer, error) {
 	var deadline <-chan time.Time
 	if !p.Deadline.IsZero() {
 		t := time.NewTimer(time.Until(p.Deadline))
@@ -577,16 +601,16 @@ func (n *Ntfy) wait(ctx context.Context, client *http.Client, stream **ntfyStrea
 				break
 			}
 			idle.Reset(ntfyIdleTimeout)
-			if ans, opt, ok := n.answerIn(line, p, a); ok {
+			if ans, ok := n.answerIn(line, p, a); ok {
 				ans.Channel, ans.Who = n.ChannelName, "ntfy"
-				return ans, opt, nil
+				return ans, nil
 			}
 		case <-idle.C:
 			broken = true
 		case <-deadline:
-			return Answer{}, Option{}, n.errorf("%w: %w", errPastDeadline, ErrNoAnswer)
+			return Answer{}, n.errorf("%w: %w", errPastDeadline, ErrNoAnswer)
 		case <-ctx.Done():
-			return Answer{}, Option{}, ctx.Err()
+			return Answer{}, ctx.Err()
 		}
 		if !broken {
 			continue
@@ -595,7 +619,7 @@ func (n *Ntfy) wait(ctx context.Context, client *http.Client, stream **ntfyStrea
 		*stream = nil
 		s, err := n.resubscribe(ctx, client, since, deadline)
 		if err != nil {
-			return Answer{}, Option{}, err
+			return Answer{}, err
 		}
 		*stream = s
 		idle.Reset(ntfyIdleTimeout)
@@ -636,35 +660,35 @@ func (n *Ntfy) resubscribe(ctx context.Context, client *http.Client, since strin
 // answerIn reports whether a line of the reply stream is a valid answer
 // to this Ask, and which option it chose (or, for a question, its action
 // and content). Anything else is ignored.
-func (n *Ntfy) answerIn(line []byte, p Prompt, a *ntfyAsk) (Answer, Option, bool) {
+func (n *Ntfy) answerIn(line []byte, p Prompt, a *ntfyAsk) (Answer, bool) {
 	var m struct {
 		Event   string `json:"event"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(line, &m) != nil || m.Event != "message" {
-		return Answer{}, Option{}, false
+		return Answer{}, false
 	}
 	c, ok := ntfyVerify(n.Secret, m.Message)
 	if !ok || c.V != 1 || c.Nonce != a.nonce || c.ID != p.ID || c.Digest != p.Digest || !time.Now().Before(time.Unix(c.Exp, 0)) {
-		return Answer{}, Option{}, false
+		return Answer{}, false
 	}
 	if p.IsQuestion() {
 		if c.OptionID != "" {
-			return Answer{}, Option{}, false
+			return Answer{}, false
 		}
 		// The token was made from the form; it is checked again all
 		// the same, as every answer is.
 		ans, err := p.ReplyTo(a.form, c.Action, json.RawMessage(c.Content))
-		return ans, Option{}, err == nil
+		return ans, err == nil
 	}
 	if c.Action != "" || c.Content != "" {
-		return Answer{}, Option{}, false
+		return Answer{}, false
 	}
 	opt, err := p.Choose(c.OptionID, "")
 	if err != nil {
-		return Answer{}, Option{}, false
+		return Answer{}, false
 	}
-	return Answer{OptionID: opt.ID}, opt, true
+	return Answer{OptionID: opt.ID}, true
 }
 
 // ntfyClaims is what an answer token says.
@@ -731,11 +755,12 @@ func ntfyVerify(secret []byte, token string) (ntfyClaims, bool) {
 
 // ntfyRetraction says what became of the request, for the notification
 // that replaces the prompt.
-func ntfyRetraction(ctx context.Context, ans Answer, opt Option, err error) string {
+func ntfyRetraction(ctx context.Context, p Prompt, ans Answer, err error) string {
 	switch {
 	case err == nil && ans.Action != "":
 		return "answered on the phone: " + actionWords(ans.Action)
 	case err == nil:
+		opt, _ := p.Choose(ans.OptionID, "") // answerIn chose it
 		return "answered on the phone: " + optionKindWords(opt.Kind)
 	case ctx.Err() != nil:
 		return retractionText(context.Cause(ctx))
@@ -764,12 +789,30 @@ func (n *Ntfy) retract(ctx context.Context, client *http.Client, p Prompt, promp
 // errPastDeadline is why a channel stops waiting at the prompt's deadline.
 var errPastDeadline = errors.New("the request's deadline passed")
 
+// outcomeGrace bounds how long a channel whose prompt's deadline passed
+// waits for the asker to end its ctx with what became of the request (the
+// broker answers it at that very deadline), so that the text replacing the
+// prompt says how and why, not only "timed out". A var so that tests can
+// lengthen it.
+var outcomeGrace = 2 * time.Second
+
+// awaitOutcome waits for ctx to end, for at most outcomeGrace.
+func awaitOutcome(ctx context.Context) {
+	t := time.NewTimer(outcomeGrace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
 // channelRetractTimeout bounds how long a channel spends retracting a
 // prompt after its request ended.
 const channelRetractTimeout = 5 * time.Second
 
-// retractionText says why a prompt was withdrawn, from context.Cause:
-// "answered in the editor: allowed", "timed out", "withdrawn".
+// retractionText says in one line why a prompt was withdrawn, from
+// context.Cause: "answered in the editor: allowed", "timed out: rejected
+// (nobody answered within 5m)", "withdrawn".
 func retractionText(cause error) string {
 	var o *Outcome
 	if errors.As(cause, &o) {
@@ -779,23 +822,30 @@ func retractionText(cause error) string {
 		if decision == "" {
 			decision = actionWords(o.Decision) // a question's, or as it is
 		}
-		var where string
+		var text string
 		switch o.By {
 		case "editor":
-			where = "answered in the editor"
+			text = "answered in the editor"
 		case "timeout":
-			where = "timed out"
+			text = "timed out"
 		case "cancel":
-			return "withdrawn: the turn was cancelled"
+			text, decision = "withdrawn: the turn was cancelled", ""
+		case "agent":
+			text = "withdrawn by the agent"
+		case "broker":
+			text = "answered by the broker"
 		case "":
-			where = "answered elsewhere"
+			text = "answered elsewhere"
 		default:
-			where = "answered on " + o.By
+			text = "answered on " + OneLine(o.By)
 		}
-		if decision == "" {
-			return where
+		if decision != "" {
+			text += ": " + decision
 		}
-		return where + ": " + decision
+		if why := outcomeReason(o); why != "" {
+			text += " (" + why + ")"
+		}
+		return text
 	}
 	if errors.Is(cause, context.DeadlineExceeded) {
 		return "timed out"
@@ -805,6 +855,10 @@ func retractionText(cause error) string {
 	}
 	return "withdrawn"
 }
+
+// outcomeReason is an Outcome's Reason as the channels show it: one line
+// of plain text, cut short.
+func outcomeReason(o *Outcome) string { return Truncate(Collapse(o.Reason), 300) }
 
 // actionWords says what a question's answer did.
 func actionWords(action string) string {

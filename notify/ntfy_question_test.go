@@ -2,10 +2,13 @@ package notify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func buttonLabels(m fakeNtfyMessage) []string {
@@ -16,8 +19,8 @@ func buttonLabels(m fakeNtfyMessage) []string {
 	return labels
 }
 
-// A single-choice question gets a button per choice; pressing one accepts
-// with that choice and nothing else.
+// A single-choice question gets a button per choice, then the broker's
+// Decline; pressing one accepts with that choice and nothing else.
 func TestNtfySingleChoiceQuestion(t *testing.T) {
 	for _, tc := range []struct {
 		press string
@@ -36,10 +39,10 @@ func TestNtfySingleChoiceQuestion(t *testing.T) {
 			p.Message = "Where should I deploy?\nacp-broker: verified"
 			res := askAsync(t, t.Context(), n, p)
 			m := recvWithin(t, f.published, "the question")
-			if got := buttonLabels(m); !slices.Equal(got, []string{"Decline", "1. Staging", "2. Production"}) {
+			if got := buttonLabels(m); !slices.Equal(got, []string{"1. Staging", "2. Production", "Decline"}) {
 				t.Errorf("buttons %q", got)
 			}
-			if !strings.HasPrefix(m.Message, `Where should I deploy? acp-broker: verified`) || !strings.Contains(m.Message, "acp-broker answer 4242-9") {
+			if !strings.HasPrefix(m.Message, `Where should I deploy? acp-broker: verified`) || !strings.Contains(m.Message, "Tap a choice or Decline, or answer it in the editor or with: acp-broker answer 4242-9") {
 				t.Errorf("message %q lacks the question made one line, or the pointer", m.Message)
 			}
 			_, c := buttonClaims(t, m, tc.press)
@@ -165,6 +168,11 @@ func TestNtfyQuestionWithdrawn(t *testing.T) {
 		{&Outcome{By: "editor", Decision: "decline"}, "answered in the editor: declined"},
 		{&Outcome{By: "timeout", Decision: "cancel"}, "timed out: cancelled"},
 		{&Outcome{By: "cancel", Decision: "cancel"}, "withdrawn: the turn was cancelled"},
+		{&Outcome{By: "timeout", Decision: "cancel", Reason: "nobody answered within 5m"}, "timed out: cancelled (nobody answered within 5m)"},
+		{&Outcome{By: "broker", Decision: "cancel", Reason: "every channel gave up"}, "answered by the broker: cancelled (every channel gave up)"},
+		{&Outcome{By: "agent", Decision: "completed"}, "withdrawn by the agent: completed"},
+		// A reason is one line, whatever it holds, and cut short.
+		{&Outcome{By: "timeout", Decision: "cancel", Reason: "line one\n\nacp-broker: allowed\x1b[2J " + strings.Repeat("x", 400)}, "timed out: cancelled (line one acp-broker: allowed\\x1b[2J " + strings.Repeat("x", 300-len("line one acp-broker: allowed\\x1b[2J …")) + "…)"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			httpChanLeakCheck(t)
@@ -200,20 +208,22 @@ func TestNtfyUncheckableQuestion(t *testing.T) {
 }
 
 // Choices whose labels are not plain ASCII (a Cyrillic "Dеcline" reads as
-// the broker's Decline) or are empty, two that read alike, or more than
-// leave a button for the broker's Decline, get no buttons: the human could
-// not tell which is which. The one Decline button declines.
+// the broker's Decline) or are empty, two that read alike, one that reads
+// as Decline when three leave no room for the broker's, or more than ntfy
+// has buttons, get no buttons: the human could not tell which is which.
+// The one Decline button declines.
 func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
 	for name, schema := range map[string]string{
 		"reads as Decline": `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"DECLINE"},{"const":"wait","title":"Wait"}]}}}`,
 		"reads alike":      `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"Staging"},{"const":"staging","title":"staging"}]}}}`,
 		// The "е" is Cyrillic: lowercasing does not make it Latin.
-		"Cyrillic Decline":       `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"Dеcline"}]}}}`,
-		"accented label":         `{"properties":{"go":{"type":"string","oneOf":[{"const":"a","title":"Décliné"},{"const":"b","title":"Wait"}]}}}`,
-		"empty value, no title":  `{"properties":{"go":{"type":"string","enum":["", "wait"]}}}`,
-		"blank title":            `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"   "},{"const":"wait","title":"Wait"}]}}}`,
-		"spaced alike":           `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"  Wait "},{"const":"staging","title":"wait"}]}}}`,
-		"three, no room for two": `{"properties":{"go":{"type":"string","enum":["a","b","c"]}}}`,
+		"Cyrillic Decline":        `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"Dеcline"}]}}}`,
+		"accented label":          `{"properties":{"go":{"type":"string","oneOf":[{"const":"a","title":"Décliné"},{"const":"b","title":"Wait"}]}}}`,
+		"empty value, no title":   `{"properties":{"go":{"type":"string","enum":["", "wait"]}}}`,
+		"blank title":             `{"properties":{"go":{"type":"string","oneOf":[{"const":"deploy-now","title":"   "},{"const":"wait","title":"Wait"}]}}}`,
+		"spaced alike":            `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"  Wait "},{"const":"staging","title":"wait"}]}}}`,
+		"reads as Decline, three": `{"properties":{"go":{"type":"string","enum":["deploy","wait","decline"]}}}`,
+		"four":                    `{"properties":{"go":{"type":"string","enum":["a","b","c","d"]}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			httpChanLeakCheck(t)
@@ -234,4 +244,123 @@ func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
 			recvWithin(t, f.published, "the update")
 		})
 	}
+}
+
+// One to three choices get a signed button each, numbered in the schema's
+// order, and a Decline while a button is left; with three the text says
+// where to decline. Each button accepts with exactly its choice.
+func TestNtfyButtonPerChoice(t *testing.T) {
+	for _, tc := range []struct {
+		values  []string
+		buttons []string
+		tail    string
+	}{
+		{[]string{"eu"}, []string{"1. eu", "Decline"}, "Tap a choice or Decline, or answer it in the editor or with: acp-broker answer 4242-9"},
+		{[]string{"eu", "us"}, []string{"1. eu", "2. us", "Decline"}, "Tap a choice or Decline, or answer it in the editor or with: acp-broker answer 4242-9"},
+		{[]string{"eu", "us", "asia"}, []string{"1. eu", "2. us", "3. asia"}, "Tap a choice. To decline, answer it in the editor or with: acp-broker answer 4242-9"},
+	} {
+		for i, value := range tc.values {
+			t.Run(fmt.Sprintf("%d choices, press %s", len(tc.values), value), func(t *testing.T) {
+				httpChanLeakCheck(t)
+				f := newFakeNtfy(t, "")
+				n := newTestNtfy(f)
+				enum, _ := json.Marshal(tc.values)
+				p := formQuestion(`{"properties":{"region":{"type":"string","enum":` + string(enum) + `},"notes":{"type":"string"}},"required":["region"]}`)
+				res := askAsync(t, t.Context(), n, p)
+				m := recvWithin(t, f.published, "the question")
+				if got := buttonLabels(m); !slices.Equal(got, tc.buttons) {
+					t.Fatalf("buttons %q, want %q", got, tc.buttons)
+				}
+				if !strings.HasSuffix(m.Message, "\n\n"+tc.tail) {
+					t.Errorf("message %q does not end with %q", m.Message, tc.tail)
+				}
+				f.press(t, m, tc.buttons[i])
+				want := Answer{Action: "accept", Content: `{"region":"` + value + `"}`, Channel: "phone", Who: "ntfy"}
+				if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans != want {
+					t.Fatalf("Ask = %+v, %v; want %+v", r.ans, r.err, want)
+				}
+				wantUpdate(t, f, m, "answered on the phone: accepted")
+			})
+		}
+	}
+}
+
+// Four choices are more than ntfy has buttons: no choice button, the
+// fields listed and where to answer; Decline declines.
+func TestNtfyFourChoicesPointElsewhere(t *testing.T) {
+	httpChanLeakCheck(t)
+	f := newFakeNtfy(t, "")
+	n := newTestNtfy(f)
+	res := askAsync(t, t.Context(), n, formQuestion(`{"properties":{"region":{"type":"string","title":"Region","enum":["eu","us","asia","au"]}},"required":["region"]}`))
+	m := recvWithin(t, f.published, "the question")
+	if got := buttonLabels(m); !slices.Equal(got, []string{"Decline"}) {
+		t.Fatalf("buttons %q, want Decline only", got)
+	}
+	for _, want := range []string{"- Region (one of eu, us, asia, au)", "\n\nAnswer it in the editor or with: acp-broker answer 4242-9"} {
+		if !strings.Contains(m.Message, want) {
+			t.Errorf("message %q lacks %q", m.Message, want)
+		}
+	}
+	f.press(t, m, "Decline")
+	if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans.Action != "decline" {
+		t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
+	}
+	wantUpdate(t, f, m, "answered on the phone: declined")
+}
+
+// A choice whose token would be longer than a token may be gets no button,
+// and neither does any other choice: some choices without a button would
+// read as all there is.
+func TestNtfyLongChoiceGetsNoButtons(t *testing.T) {
+	httpChanLeakCheck(t)
+	f := newFakeNtfy(t, "")
+	n := newTestNtfy(f)
+	long := strings.Repeat("l", 1600)
+	p := formQuestion(`{"properties":{"go":{"type":"string","oneOf":[{"const":"short","title":"Short"},{"const":"` + long + `","title":"Long"}]}}}`)
+	res := askAsync(t, t.Context(), n, p)
+	m := recvWithin(t, f.published, "the question")
+	if got := buttonLabels(m); !slices.Equal(got, []string{"Decline"}) {
+		t.Fatalf("buttons %q, want Decline only", got)
+	}
+	if !strings.Contains(m.Message, "acp-broker answer 4242-9") {
+		t.Errorf("message %q lacks the pointer", m.Message)
+	}
+	f.press(t, m, "Decline")
+	if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans.Action != "decline" {
+		t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
+	}
+	recvWithin(t, f.published, "the update")
+}
+
+// lengthenGrace makes a channel wait as long as a test may need for the
+// outcome after its deadline, so that nothing here depends on how soon the
+// test withdraws.
+func lengthenGrace(t *testing.T) {
+	old := outcomeGrace
+	outcomeGrace = time.Minute
+	t.Cleanup(func() { outcomeGrace = old })
+}
+
+// At its own deadline, ntfy waits for the asker to say what became of the
+// request (the broker answers it at that deadline) and replaces the prompt
+// with how and why, not only "timed out".
+func TestNtfyDeadlineWaitsForTheOutcome(t *testing.T) {
+	httpChanLeakCheck(t)
+	lengthenGrace(t)
+	f := newFakeNtfy(t, "")
+	n := newTestNtfy(f)
+	p := formQuestion(questionSchema)
+	p.Deadline = time.Now().Add(300 * time.Millisecond)
+	ctx, withdraw := context.WithCancelCause(t.Context())
+	defer withdraw(nil)
+	res := askAsync(t, ctx, n, p)
+	m := recvWithin(t, f.published, "the question")
+	// Withdrawn after the deadline: only a channel that waits for the
+	// outcome can tell. (Withdrawn before it, the text is the same.)
+	<-time.After(time.Until(p.Deadline) + 200*time.Millisecond)
+	withdraw(&Outcome{By: "timeout", Decision: "cancel", Reason: "nobody answered within 300ms"})
+	if r := recvWithin(t, res, "Ask"); r.err == nil {
+		t.Fatalf("Ask = %+v; want no answer", r.ans)
+	}
+	wantUpdate(t, f, m, "timed out: cancelled (nobody answered within 300ms)")
 }

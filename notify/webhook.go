@@ -62,6 +62,11 @@ import (
 //
 //	{"event": "resolved", "id": "...", "digest": "...", "text": "answered in the editor: allowed", "by": "editor", "decision": "allow"}
 //
+// and, when the broker ended it itself, why, in "text" and in "reason":
+// "text": "timed out: rejected (nobody answered within 5m)", "reason":
+// "nobody answered within 5m" (at the prompt's deadline Ask waits a moment
+// for ctx to say so).
+//
 // The listener speaks plain HTTP. Anyone who can see an answer URL can
 // answer with it: on anything but loopback, put it behind TLS and set
 // PublicURL to the https address.
@@ -292,6 +297,9 @@ func (w *Webhook) Ask(ctx context.Context, p Prompt) (Answer, error) {
 			ans, err = a, nil
 		}
 	}
+	if errors.Is(err, errPastDeadline) {
+		awaitOutcome(ctx)
+	}
 	w.resolve(ctx, p, ans, err)
 	if err != nil {
 		return Answer{}, err
@@ -464,6 +472,9 @@ type webhookResolved struct {
 	Text     string `json:"text"`
 	By       string `json:"by,omitempty"`
 	Decision string `json:"decision,omitempty"`
+	// Reason is why, when the broker ended the request itself: "nobody
+	// answered within 5m".
+	Reason string `json:"reason,omitempty"`
 }
 
 // resolve tells the receiver what became of a request it was sent. It is
@@ -486,7 +497,7 @@ func (w *Webhook) resolve(ctx context.Context, p Prompt, ans Answer, err error) 
 		cause := context.Cause(ctx)
 		msg.Text = retractionText(cause)
 		if errors.As(cause, &o) {
-			msg.By, msg.Decision = o.By, o.Decision
+			msg.By, msg.Decision, msg.Reason = o.By, o.Decision, outcomeReason(o)
 		} else if errors.Is(cause, context.DeadlineExceeded) {
 			msg.By = "timeout"
 		}

@@ -202,3 +202,56 @@ func TestWebhookSendsNoExpiredOrWithdrawnQuestion(t *testing.T) {
 	default:
 	}
 }
+
+// A request the broker ended itself is resolved with why, in the text and
+// as "reason", one line of plain text.
+func TestWebhookResolvedSaysWhy(t *testing.T) {
+	for _, p := range []Prompt{formQuestion(questionSchema), httpChanPrompt("5-7")} {
+		t.Run(p.ID, func(t *testing.T) {
+			httpChanLeakCheck(t)
+			rc := newFakeReceiver(t)
+			w := startWebhook(t, rc)
+			ctx, withdraw := context.WithCancelCause(t.Context())
+			defer withdraw(nil)
+			res := askAsync(t, ctx, w, p)
+			recvWithin(t, rc.prompts, "the prompt")
+			withdraw(&Outcome{By: "timeout", Decision: "deny", Reason: "nobody answered\nwithin 5m"})
+			if r := recvWithin(t, res, "Ask"); !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("Ask = %+v, %v", r.ans, r.err)
+			}
+			done := recvWithin(t, rc.resolved, "the resolved event")
+			if done.Text != "timed out: rejected (nobody answered within 5m)" || done.Reason != "nobody answered within 5m" || done.By != "timeout" || done.Decision != "deny" {
+				t.Errorf("resolved = %+v", done)
+			}
+		})
+	}
+}
+
+// At its own deadline, the webhook waits for the asker to say what became
+// of the request before it sends "resolved" with how and why.
+func TestWebhookDeadlineWaitsForTheOutcome(t *testing.T) {
+	httpChanLeakCheck(t)
+	lengthenGrace(t)
+	rc := newFakeReceiver(t)
+	w := startWebhook(t, rc)
+	p := httpChanPrompt("5-8")
+	p.Deadline = time.Now().Add(300 * time.Millisecond)
+	ctx, withdraw := context.WithCancelCause(t.Context())
+	defer withdraw(nil)
+	res := askAsync(t, ctx, w, p)
+	got := recvWithin(t, rc.prompts, "the request")
+	// Withdrawn after the deadline: only a channel that waits for the
+	// outcome can tell. (Withdrawn before it, the event is the same.)
+	<-time.After(time.Until(p.Deadline) + 200*time.Millisecond)
+	withdraw(&Outcome{By: "timeout", Decision: "deny", Reason: "nobody answered within 300ms"})
+	if r := recvWithin(t, res, "Ask"); r.err == nil {
+		t.Fatalf("Ask = %+v; want no answer", r.ans)
+	}
+	done := recvWithin(t, rc.resolved, "the resolved event")
+	if done.Text != "timed out: rejected (nobody answered within 300ms)" || done.Reason != "nobody answered within 300ms" || done.By != "timeout" {
+		t.Errorf("resolved = %+v", done)
+	}
+	if code := answerURL(t, got.AnswerURLs["opt-allow"]); !refused(code) {
+		t.Errorf("answer after the deadline: %d, want 404 or 410", code)
+	}
+}

@@ -321,8 +321,8 @@ func (e *Engine) route(q *asking) {
 		}
 	}
 	if a.Local != nil && q.prompt != nil {
-		// Answers the local channel refuses for who sent them (the agent's
-		// own processes) are named in the audit line.
+		// Answers the local channel refuses (from the agent's own
+		// processes, or that answer nothing) are named in the audit line.
 		localCtx := notify.WithRefusals(ctx, func(why string) {
 			e.Log.Warn("refused a local answer", "prompt", q.prompt.ID, "why", why)
 			refuse("local: " + why)

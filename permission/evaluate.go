@@ -281,22 +281,35 @@ func readOption(raw json.RawMessage) (option, error) {
 	if err != nil {
 		return o, err
 	}
-	for _, member := range [...]struct {
-		name string
-		dst  *string
-	}{{"optionId", &o.OptionID}, {"name", &o.Name}, {"kind", &o.Kind}} {
-		v, given := m[member.name]
-		if !given || jsonrpc.IsNull(v) {
-			continue // as encoding/json leaves a null string
-		}
-		s, ok := stringOf(v)
-		if !ok {
-			return o, fmt.Errorf("%q is not a string", member.name)
-		}
-		*member.dst = s
+	if err := readStrings(m, stringMember{"optionId", &o.OptionID}, stringMember{"name", &o.Name}, stringMember{"kind", &o.Kind}); err != nil {
+		return o, err
 	}
 	o.Meta = m["_meta"]
 	return o, nil
+}
+
+// stringMember is a member read as a string, and where it goes.
+type stringMember struct {
+	name string
+	dst  *string
+}
+
+// readStrings reads each member of m that is given and not null (which
+// encoding/json leaves as "") as a string, in order: the first that is not
+// a string is the one the error names.
+func readStrings(m map[string]json.RawMessage, members ...stringMember) error {
+	for _, member := range members {
+		v, given := m[member.name]
+		if !given || jsonrpc.IsNull(v) {
+			continue
+		}
+		s, ok := stringOf(v)
+		if !ok {
+			return fmt.Errorf("%q is not a string", member.name)
+		}
+		*member.dst = s
+	}
+	return nil
 }
 
 // writeParams are the members of fs/write_text_file the broker reads.

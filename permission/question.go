@@ -37,15 +37,9 @@ func readQuestion(params json.RawMessage) (questionParams, error) {
 		return q, err
 	}
 	// In a fixed order: the first error is the one the audit line names.
-	for _, m := range []struct {
-		name string
-		dst  *string
-	}{{"mode", &q.Mode}, {"message", &q.Message}, {"url", &q.URL}, {"elicitationId", &q.ElicitationID}, {"toolCallId", &q.ToolCallID}} {
-		if v, ok := members[m.name]; ok && !jsonrpc.IsNull(v) {
-			if err := json.Unmarshal(v, m.dst); err != nil {
-				return q, fmt.Errorf("%q is not a string", m.name)
-			}
-		}
+	if err := readStrings(members, stringMember{"mode", &q.Mode}, stringMember{"message", &q.Message}, stringMember{"url", &q.URL},
+		stringMember{"elicitationId", &q.ElicitationID}, stringMember{"toolCallId", &q.ToolCallID}); err != nil {
+		return q, err
 	}
 	q.RequestedSchema = members["requestedSchema"]
 	return q, nil
@@ -71,10 +65,19 @@ func (q questionCall) RespondCancelledAs(won func()) bool {
 // default; only [questions] may decline it outright, and a question nobody
 // could be asked, or nobody answered in time, is answered cancel.
 func (e *Engine) question(c *session.Call, start time.Time) {
-	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method, Decision: "ask", Source: "editor", Asked: "question"}
+	// Every reason the audit line gives starts with what the question
+	// really is, when it is a Codex approval: no path leaves that out.
+	note := approvalNote(c.Params)
+	because := func(why string) string {
+		if note == "" || why == "" {
+			return note + why
+		}
+		return note + "; " + why
+	}
+	rec := Record{Session: c.Session.ID, Parent: c.Session.Parent, Method: c.Method, Decision: "ask", Source: "editor", Asked: "question", Reason: note}
 	// answerNow answers at once, with its line first (see write).
 	answerNow := func(action, source, why string) {
-		rec.Decision, rec.Source, rec.Reason = action, source, why
+		rec.Decision, rec.Source, rec.Reason = action, source, because(why)
 		rec.Latency = ms(time.Since(start))
 		_ = e.write(rec)
 		c.Respond(elicitationResult{Action: action})
@@ -128,7 +131,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		a = &Asker{Route: "editor"}
 	}
 	if channelsCannot != "" {
-		rec.Reason = "only the editor can answer this question: " + channelsCannot
+		rec.Reason = because("only the editor can answer this question: " + channelsCannot)
 		a = &Asker{Route: "editor", Timeout: a.Timeout}
 	}
 	// The editor is asked unless the broker answers for it.
@@ -143,7 +146,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		return
 	}
 	if !editor {
-		rec.Source, rec.Reason = "channel", "the broker answers questions for the editor ([questions] answer_for_editor)"
+		rec.Source, rec.Reason = "channel", because("the broker answers questions for the editor ([questions] answer_for_editor)")
 	}
 
 	ask := &asking{c: questionCall{c}, a: a, rec: rec, start: start, editor: editor}
@@ -170,23 +173,48 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		return func(won func()) bool { return c.RespondAs(result, won) }, "", result.Action, nil
 	}
 	ask.timedOut = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
-		withdraw(&notify.Outcome{By: "timeout", Decision: "cancel"})
-		r.Decision, r.Source, r.Reason = "cancel", "timeout", nobodyAnswered(a.Timeout)
+		why := nobodyAnswered(a.Timeout)
+		withdraw(&notify.Outcome{By: "timeout", Decision: "cancel", Reason: why})
+		r.Decision, r.Source, r.Reason = "cancel", "timeout", because(why)
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
 	ask.gaveUp = func(withdraw context.CancelCauseFunc, r Record, win func(Record, string)) {
-		withdraw(&notify.Outcome{By: "broker", Decision: "cancel"})
-		r.Decision, r.Source, r.Reason = "cancel", "not answered", "every channel gave up without an answer, and the editor is not asked ([questions] answer_for_editor)"
+		why := "every channel gave up without an answer, and the editor is not asked ([questions] answer_for_editor)"
+		withdraw(&notify.Outcome{By: "broker", Decision: "cancel", Reason: why})
+		r.Decision, r.Source, r.Reason = "cancel", "not answered", because(why)
 		c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 	}
 	if q.Mode == "url" {
 		ask.completed = c.ElicitationCompleted()
 		ask.onCompleted = func(r Record, win func(Record, string)) {
-			r.Decision, r.Source, r.Reason = "cancel", "agent", "the agent completed the URL elicitation (elicitation/complete) before anyone answered"
+			r.Decision, r.Source, r.Reason = "cancel", "agent", because("the agent completed the URL elicitation (elicitation/complete) before anyone answered")
 			c.RespondAs(elicitationResult{Action: "cancel"}, func() { win(r, "") })
 		}
 	}
 	e.route(ask)
+}
+
+// approvalNote says, for a question codex-acp marks as an approval
+// (_meta.codex_approval_kind: "mcp_tool_call" to run an MCP tool,
+// "tool_suggestion"), that it is one, naming the kind as the agent wrote
+// it; "" for a question without the mark. The mark in another letter case,
+// more than once, under a _meta in another case or not as a string, is
+// named as a possible approval: a peer may read any of them. A question
+// goes to a human whatever it says; the mark only says why in the audit
+// line, and nothing here lowers it.
+func approvalNote(params json.RawMessage) string {
+	metas, kinds := jsonrpc.NestedNamesakes(params, []string{"_meta"}, 0, "codex_approval_kind")
+	if !slices.ContainsFunc(kinds, func(k [][]jsonrpc.Namesake) bool { return len(k[0]) > 0 }) {
+		return ""
+	}
+	if _, ok := jsonrpc.Only(metas[0], "_meta"); ok && len(kinds) == 1 {
+		if raw, ok := jsonrpc.Only(kinds[0][0], "codex_approval_kind"); ok {
+			if kind, ok := stringOf(raw); ok {
+				return fmt.Sprintf("a Codex approval asked as a question (_meta.codex_approval_kind %q): only a human answers it", notify.OneLine(notify.Truncate(kind, 60)))
+			}
+		}
+	}
+	return "possibly a Codex approval asked as a question (its _meta names codex_approval_kind in another letter case, more than once, or not as a string): only a human answers it"
 }
 
 // sessionReadExactly reports whether a question names its session in one

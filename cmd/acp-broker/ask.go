@@ -228,6 +228,11 @@ func answerQuestion(ctx context.Context, stdout io.Writer, stdin io.Reader, stde
 		return userError(2, fmt.Sprintf("question %s asks you to open a URL: it has no fields", printable(q.ID)),
 			"answer it with --accept, --decline or --cancel")
 	}
+	// Read once: for the form, the plain prompts and the content.
+	form, formErr := questionForm(q)
+	if formErr != nil && !opts.decline && !opts.cancel {
+		return userError(1, fmt.Sprintf("question %s cannot be answered here: %v", printable(q.ID), formErr))
+	}
 	ans := questionAnswer{values: map[string][]string{}}
 	switch {
 	case opts.decline:
@@ -247,19 +252,15 @@ func answerQuestion(ctx context.Context, stdout io.Writer, stdin io.Reader, stde
 		// The form reads keys from one and draws on the other. (On a dumb
 		// terminal huh would fall back to its accessible mode, which reads
 		// an ended input as the default answer: the plain prompts do not.)
-		ans, err = askTerminal(ctx, stdin, stderr, q)
+		ans, err = askTerminal(ctx, stdin, stderr, q, form)
 	default:
-		ans, err = askPlain(bufio.NewReader(stdin), stderr, q)
+		ans, err = askPlain(bufio.NewReader(stdin), stderr, q, form)
 	}
 	if err != nil {
 		return userError(1, err.Error(), "nothing was sent: the question is still open")
 	}
 	var content json.RawMessage
 	if ans.action == "accept" && q.Mode != "url" {
-		form, err := elicit.ParseSchema(q.RequestedSchema)
-		if err != nil {
-			return userError(1, fmt.Sprintf("question %s cannot be answered here: %v", printable(q.ID), err))
-		}
 		if content, err = form.Content(ans.values); err != nil {
 			return userError(1, fmt.Sprintf("the answer does not fit question %s: %v", printable(q.ID), err),
 				"nothing was sent: the question is still open (see 'acp-broker pending')")

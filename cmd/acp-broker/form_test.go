@@ -97,11 +97,22 @@ const formQuestion = `[{"version":1,"id":"12-1","session":"sess_1","agent":"clau
   "notify":{"type":"boolean","title":"Tell the team"}},"required":["target","notify"]},
  "digest":"d12"}]`
 
-// answerOnTerminal starts a fake broker asking formQuestion and runs
-// `acp-broker answer 12-1` on a pseudo-terminal with the TERM given. The
-// returned function waits for it to exit and returns its stdout and the
-// answer the broker got.
-func answerOnTerminal(t *testing.T, termName string) (*terminal, func() (stdout string, action, content string)) {
+// defaultsQuestion is a question whose every field has a default.
+const defaultsQuestion = `[{"version":1,"id":"12-1","session":"sess_1","agent":"claude-agent-acp","options":null,"message":"Deploy where?","mode":"form",
+ "requestedSchema":{"type":"object","properties":{
+  "target":{"type":"string","title":"Deploy target","oneOf":[{"const":"staging","title":"Staging"},{"const":"production","title":"Production"}],"default":"production"},
+  "notes":{"type":"string","title":"Anything else?","default":"after 5pm"},
+  "replicas":{"type":"integer","title":"Replicas","minimum":1,"default":3},
+  "regions":{"type":"array","title":"Regions","items":{"enum":["eu","us","asia"]},"default":["us","asia"]},
+  "notify":{"type":"boolean","title":"Tell the team","default":true},
+  "dry":{"type":"boolean","title":"Dry run","default":false}},"required":["target","notify"]},
+ "digest":"d12"}]`
+
+// answerOnTerminal starts a fake broker asking question (a prompts file's
+// JSON) and runs `acp-broker answer 12-1` on a pseudo-terminal with the
+// TERM given. The returned function waits for it to exit and returns its
+// stdout and the answer the broker got.
+func answerOnTerminal(t *testing.T, termName, question string) (*terminal, func() (stdout string, action, content string)) {
 	t.Helper()
 	work := t.TempDir()
 	run := filepath.Join(work, "run")
@@ -109,7 +120,7 @@ func answerOnTerminal(t *testing.T, termName string) (*terminal, func() (stdout 
 		t.Fatal(err)
 	}
 	prompts := filepath.Join(work, "prompts.json")
-	if err := os.WriteFile(prompts, []byte(formQuestion), 0o600); err != nil {
+	if err := os.WriteFile(prompts, []byte(question), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	broker, err := startFakeBroker(run, prompts)
@@ -173,7 +184,7 @@ func answerOnTerminal(t *testing.T, termName string) (*terminal, func() (stdout 
 // each field, a list for choices (several for a multi-select), a line of
 // text, yes or no; what it sends is what was picked.
 func TestAnswerFormOnATerminal(t *testing.T) {
-	term, wait := answerOnTerminal(t, "xterm-256color")
+	term, wait := answerOnTerminal(t, "xterm-256color", formQuestion)
 	// A field's keys are typed once it has the focus: its title drawn
 	// with the focused field's bar.
 	term.waitFor(t, "question 12-1 from claude-agent-acp")
@@ -200,7 +211,7 @@ func TestAnswerFormOnATerminal(t *testing.T) {
 
 // On a dumb terminal there is no form: the plain prompts, a line each.
 func TestAnswerOnADumbTerminal(t *testing.T) {
-	term, wait := answerOnTerminal(t, "dumb")
+	term, wait := answerOnTerminal(t, "dumb", formQuestion)
 	term.waitFor(t, "accept, decline or cancel? (an empty line accepts)")
 	term.typeKeys(t, "\r")
 	term.waitFor(t, "target (Deploy target): required")
@@ -218,6 +229,27 @@ func TestAnswerOnADumbTerminal(t *testing.T) {
 		t.Errorf("stdout = %q", stdout)
 	}
 	if want := `{"target":"production","regions":["eu","asia"],"notify":true}`; action != "accept" || content != want {
+		t.Errorf("the broker got %s %s; want accept %s", action, content, want)
+	}
+}
+
+// On a terminal, each field the schema gives a default starts with it: a
+// choice picked, text and a number filled in, a multi-select's picks made,
+// yes or no chosen. Enter on each sends the defaults.
+func TestAnswerFormDefaultsOnATerminal(t *testing.T) {
+	term, wait := answerOnTerminal(t, "xterm-256color", defaultsQuestion)
+	term.waitFor(t, "┃ Deploy where?")
+	term.typeKeys(t, "\r") // Answer
+	for _, title := range []string{"Deploy target", "Anything else?", "Replicas", "Regions", "Tell the team", "Dry run"} {
+		term.waitFor(t, "┃ "+title)
+		term.typeKeys(t, "\r")
+	}
+	stdout, action, content := wait()
+	if stdout != "answered 12-1 (claude-agent-acp): accept\n" {
+		t.Errorf("stdout = %q", stdout)
+	}
+	want := `{"target":"production","notes":"after 5pm","replicas":3,"regions":["us","asia"],"notify":true,"dry":false}`
+	if action != "accept" || content != want {
 		t.Errorf("the broker got %s %s; want accept %s", action, content, want)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +40,8 @@ func describeQuestions(w io.Writer, pending []notify.Pending) {
 			continue
 		}
 		fmt.Fprintln(w)
-		writeQuestion(w, q)
+		form, err := questionForm(q)
+		writeQuestion(w, q, form, err)
 		switch q.Mode {
 		case "url":
 			fmt.Fprintf(w, "  answer: acp-broker answer %s --accept (you consent to open the URL yourself) | --decline | --cancel\n", notify.OneLine(q.ID))
@@ -48,16 +51,25 @@ func describeQuestions(w io.Writer, pending []notify.Pending) {
 	}
 }
 
+// questionForm reads a form question's schema, once for all that shows or
+// asks it; nil in URL mode.
+func questionForm(q notify.Pending) (*elicit.Form, error) {
+	if q.Mode == "url" {
+		return nil, nil
+	}
+	return elicit.ParseSchema(q.RequestedSchema)
+}
+
 // writeQuestion writes what a question asks: who asks, its message, and
-// its fields or its URL, whole.
-func writeQuestion(w io.Writer, q notify.Pending) {
-	writeQuestionHeader(w, q)
+// its fields (form, as questionForm read it, or why it could not) or its
+// URL, whole.
+func writeQuestion(w io.Writer, q notify.Pending, form *elicit.Form, formErr error) {
+	writeQuestionHeader(w, q, form)
 	if q.Mode == "url" {
 		return
 	}
-	form, err := elicit.ParseSchema(q.RequestedSchema)
-	if err != nil {
-		fmt.Fprintf(w, "  (this form cannot be answered here: %s)\n", notify.OneLine(err.Error()))
+	if formErr != nil {
+		fmt.Fprintf(w, "  (this form cannot be answered here: %s)\n", notify.OneLine(formErr.Error()))
 		return
 	}
 	for _, f := range form.Fields {
@@ -66,8 +78,9 @@ func writeQuestion(w io.Writer, q notify.Pending) {
 }
 
 // writeQuestionHeader writes who asks a question, its message, the form's
-// own title and description, or the URL, whole.
-func writeQuestionHeader(w io.Writer, q notify.Pending) {
+// own title and description (form is nil when there is none to show), or
+// the URL, whole.
+func writeQuestionHeader(w io.Writer, q notify.Pending, form *elicit.Form) {
 	fmt.Fprintf(w, "question %s from %s", notify.OneLine(q.ID), notify.OneLine(q.Agent))
 	if q.Session != "" {
 		fmt.Fprintf(w, ", session %s", notify.OneLine(q.Session))
@@ -77,7 +90,7 @@ func writeQuestionHeader(w io.Writer, q notify.Pending) {
 		fmt.Fprintf(w, "  url (host %s): %s\n", notify.OneLine(q.URLHost()), notify.OneLine(q.URL))
 		return
 	}
-	if form, err := elicit.ParseSchema(q.RequestedSchema); err == nil && (form.Title != "" || form.Description != "") {
+	if form != nil && (form.Title != "" || form.Description != "") {
 		fmt.Fprintf(w, "  %s\n", notify.OneLine(strings.TrimSpace(form.Title+" "+form.Description)))
 	}
 }
@@ -184,9 +197,10 @@ var errNothingAnswered = errors.New("nothing was answered")
 // each field in the schema's order: a choice by its number, value or
 // title, a multi-select as several separated by commas, yes or no for a
 // boolean, an empty line for an optional field left out. Input that ends
-// before every prompt was answered is an error, never an answer.
-func askPlain(r *bufio.Reader, w io.Writer, q notify.Pending) (questionAnswer, error) {
-	writeQuestionHeader(w, q)
+// before every prompt was answered is an error, never an answer. form is
+// the question's (questionForm), nil in URL mode.
+func askPlain(r *bufio.Reader, w io.Writer, q notify.Pending, form *elicit.Form) (questionAnswer, error) {
+	writeQuestionHeader(w, q, form)
 	if q.Mode == "url" {
 		fmt.Fprintln(w, "The broker never opens or fetches the URL: accepting tells the agent you consent to open it yourself.")
 		line, err := promptLine(r, w, "accept, decline or cancel?")
@@ -195,10 +209,6 @@ func askPlain(r *bufio.Reader, w io.Writer, q notify.Pending) (questionAnswer, e
 		}
 		action, err := readAction(line, "")
 		return questionAnswer{action: action}, err
-	}
-	form, err := elicit.ParseSchema(q.RequestedSchema)
-	if err != nil {
-		return questionAnswer{}, err
 	}
 	line, err := promptLine(r, w, "accept, decline or cancel? (an empty line accepts)")
 	if err != nil {
@@ -291,6 +301,19 @@ func plainValues(f elicit.Field, line string) []string {
 	return out
 }
 
+// defaultText is a field's default as it is typed: a string's text, a
+// number or a boolean as written; "" for none (or an array's).
+func defaultText(f elicit.Field) string {
+	var text string
+	if json.Unmarshal(f.Default, &text) == nil {
+		return text
+	}
+	if f.Type == "array" {
+		return ""
+	}
+	return string(bytes.TrimSpace(f.Default))
+}
+
 // choiceText is how a choice is listed: its title and, where it differs,
 // its value.
 func choiceText(c elicit.Choice) string {
@@ -303,11 +326,12 @@ func choiceText(c elicit.Choice) string {
 // askTerminal asks a question with a form on the terminal: the action to
 // take (answer, decline, cancel), then, to answer, each field: a list to
 // pick from for choices (several for a multi-select), yes or no for a
-// boolean, a line of text otherwise, each checked as it is filled in.
-func askTerminal(ctx context.Context, in io.Reader, out io.Writer, q notify.Pending) (questionAnswer, error) {
+// boolean, a line of text otherwise, each checked as it is filled in. form
+// is the question's (questionForm), nil in URL mode.
+func askTerminal(ctx context.Context, in io.Reader, out io.Writer, q notify.Pending, form *elicit.Form) (questionAnswer, error) {
 	// The header stays above the form, and the URL is printed whole where
 	// it can be copied.
-	writeQuestion(out, q)
+	writeQuestion(out, q, form, nil)
 	action := "accept"
 	first := huh.NewSelect[string]().Title(notify.OneLine(q.Message)).Value(&action)
 	groups := []*huh.Group{huh.NewGroup(first)}
@@ -316,10 +340,6 @@ func askTerminal(ctx context.Context, in io.Reader, out io.Writer, q notify.Pend
 		first.Description("The broker never opens or fetches the URL: accepting tells the agent you consent to open it yourself.").
 			Options(huh.NewOption("Accept: I will open the URL", "accept"), huh.NewOption("Decline", "decline"), huh.NewOption("Cancel", "cancel"))
 	} else {
-		form, err := elicit.ParseSchema(q.RequestedSchema)
-		if err != nil {
-			return questionAnswer{}, err
-		}
 		first.Options(huh.NewOption("Answer", "accept"), huh.NewOption("Decline", "decline"), huh.NewOption("Cancel", "cancel"))
 		var fields []huh.Field
 		for _, f := range form.Fields {
@@ -350,7 +370,8 @@ func askTerminal(ctx context.Context, in io.Reader, out io.Writer, q notify.Pend
 
 // terminalField makes the form's field for f, and the function that adds
 // what was filled in to the values. Each is checked alone, as the whole
-// content will be.
+// content will be. A field the schema gives a default starts filled in (or
+// picked) with it: elicit keeps only a default that is a valid value.
 func terminalField(f elicit.Field) (huh.Field, func(map[string][]string)) {
 	alone := &elicit.Form{Fields: []elicit.Field{f}}
 	check := func(values []string) error {
@@ -380,6 +401,13 @@ func terminalField(f elicit.Field) (huh.Field, func(map[string][]string)) {
 	switch {
 	case f.Type == "array":
 		var picked []int
+		var defaults []string
+		_ = json.Unmarshal(f.Default, &defaults) // none when there is no default
+		for i, c := range f.Choices {
+			if slices.Contains(defaults, c.Value) {
+				picked = append(picked, i)
+			}
+		}
 		options := make([]huh.Option[int], len(f.Choices))
 		for i, c := range f.Choices {
 			options[i] = huh.NewOption(choiceText(c), i)
@@ -399,6 +427,10 @@ func terminalField(f elicit.Field) (huh.Field, func(map[string][]string)) {
 		return field, func(values map[string][]string) { put(values, chosen()) }
 	case len(f.Choices) > 0:
 		picked := -1
+		if len(f.Default) > 0 {
+			def := defaultText(f)
+			picked = slices.IndexFunc(f.Choices, func(c elicit.Choice) bool { return c.Value == def })
+		}
 		var options []huh.Option[int]
 		if !f.Required {
 			options = append(options, huh.NewOption("(no answer)", -1))
@@ -416,16 +448,16 @@ func terminalField(f elicit.Field) (huh.Field, func(map[string][]string)) {
 			Validate(func(int) error { return check(chosen()) })
 		return field, func(values map[string][]string) { put(values, chosen()) }
 	case f.Type == "boolean" && f.Required:
-		var yes bool
+		yes := defaultText(f) == "true"
 		field := huh.NewConfirm().Title(title).Description(description).Affirmative("Yes").Negative("No").Value(&yes)
 		return field, func(values map[string][]string) { put(values, []string{strconv.FormatBool(yes)}) }
 	case f.Type == "boolean":
-		answer := ""
+		answer := defaultText(f)
 		field := huh.NewSelect[string]().Title(title).Description(description).
 			Options(huh.NewOption("(no answer)", ""), huh.NewOption("Yes", "true"), huh.NewOption("No", "false")).Value(&answer)
 		return field, func(values map[string][]string) { put(values, plainValues(f, answer)) }
 	}
-	var text string
+	text := defaultText(f)
 	field := huh.NewInput().Title(title).Description(description).Value(&text).
 		Validate(func(s string) error { return check(plainValues(f, s)) })
 	return field, func(values map[string][]string) { put(values, plainValues(f, text)) }
