@@ -196,7 +196,7 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 // margin; nothing here measures time.)
 func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
 	ntfy := startFakeNtfy(t)
-	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"5s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
+	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"15s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
 	s, dir := questionBroker(t, cfg)
 	openSession(t, s, "s1")
 	s.AgentSend(formQuestion("5", "s1", "Deploy where?", deploySchema))
@@ -206,12 +206,12 @@ func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
 	}
 	s.AgentExpect(`{"jsonrpc":"2.0","id":5,"result":{"action":"cancel"}}`)
 	r := ntfy.nextNotification(t)
-	if want := "timed out: cancelled (nobody answered within 5s)\n"; r.SequenceID != n.SequenceID || len(r.Actions) != 0 || !strings.HasPrefix(r.Message, want) {
+	if want := "timed out: cancelled (nobody answered within 15s)\n"; r.SequenceID != n.SequenceID || len(r.Actions) != 0 || !strings.HasPrefix(r.Message, want) {
 		t.Errorf("the notification was replaced by %+v; want it to start %q", r, want)
 	}
 	agentGotNothingMore(s)
 	s.Finish()
-	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" || lines[0].Reason != "nobody answered within 5s" {
+	if lines := questionLines(t, dir); len(lines) != 1 || lines[0].Decision != "cancel" || lines[0].Source != "timeout" || lines[0].Reason != "nobody answered within 15s" {
 		t.Fatalf("audit: %+v", lines)
 	}
 }
