@@ -169,21 +169,33 @@ func TestNotTerminalLoginStaysBrokered(t *testing.T) {
 		cmd := exec.Command(brokerBin, "--", "fakeagent", "-login")
 		cmd.Env = testEnv()
 		master, slave := openPty(t)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, &stderr
+		errR, errW := mustPipe(t)
+		var stdout bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, errW
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		cmd.WaitDelay = waitTimeout
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		slave.Close()
+		errW.Close()
+		stderr := newQueue()
+		go readLines(errR, stderr)
+		defer errR.Close()
 		// The master is not read (its echo fits its buffer): a read in
 		// progress would hold its descriptor open past Close.
 		if _, err := master.Write([]byte("s3cret\n")); err != nil {
 			t.Fatal(err)
 		}
-		// Hanging up the terminal ends the broker's input.
-		time.Sleep(200 * time.Millisecond)
+		// Hanging up the terminal ends the broker's input, and a hang-up
+		// signals the broker: only once it has read the code (and warned
+		// that it is not JSON-RPC) and the agent's prompt line, not before
+		// it even got that far.
+		for _, what := range []string{"editor input is not JSON-RPC", "fakeagent login pid="} {
+			if _, err := stderr.take(waitTimeout, func(l []byte) bool { return bytes.Contains(l, []byte(what)) }); err != nil {
+				t.Fatalf("no stderr line with %q: %v\nstderr:\n%s", what, err, bytes.Join(stderr.all(), []byte("\n")))
+			}
+		}
 		master.Close()
 		err := cmd.Wait()
 		var ee *exec.ExitError
@@ -193,7 +205,10 @@ func TestNotTerminalLoginStaysBrokered(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		expectBrokered(t, stdout.String(), stderr.String(), runStatus{pid: cmd.Process.Pid, code: code})
+		if err := stderr.waitClosed(waitTimeout); err != nil {
+			t.Fatalf("stderr not closed after exit: %v", err)
+		}
+		expectBrokered(t, stdout.String(), string(bytes.Join(stderr.all(), []byte("\n"))), runStatus{pid: cmd.Process.Pid, code: code})
 	})
 }
 
