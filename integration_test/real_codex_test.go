@@ -198,7 +198,7 @@ stream_max_retries = 0
 		_ = c.s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-c.s.exited:
-		case <-time.After(15 * time.Second):
+		case <-time.After(waitTimeout):
 			t.Errorf("the broker did not exit on SIGTERM")
 		}
 	})
@@ -337,7 +337,7 @@ func (c *realCodex) requireMode(mode string, newResult map[string]json.RawMessag
 	if res.Modes.CurrentModeID == mode {
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(c.s.wait)
 	for time.Now().Before(deadline) {
 		line, err := c.s.out.take(time.Until(deadline), func(b []byte) bool {
 			return codexModeUpdate(b) != ""
