@@ -36,6 +36,10 @@ var tmpDir string
 // of blocking CI.
 const waitTimeout = 60 * time.Second
 
+// adapterWait bounds every wait of the real-adapter tests: Node starting a
+// large bundle, and the adapter's own work, take minutes on a busy machine.
+const adapterWait = 3 * time.Minute
+
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }

@@ -132,7 +132,7 @@ func startRealClaude(t *testing.T, o realClaudeOptions) *realClaude {
 		"ANTHROPIC_API_KEY=sk-ant-test-not-a-key",
 	}, claudeEnv...)
 	env = append(env, o.env...)
-	c.session = newSession(t, options{broker: true, env: env, dir: root, wait: 90 * time.Second}, exec.Command(brokerBin, args...))
+	c.session = newSession(t, options{broker: true, env: env, dir: root, wait: adapterWait}, exec.Command(brokerBin, args...))
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

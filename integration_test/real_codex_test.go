@@ -185,7 +185,7 @@ stream_max_retries = 0
 		"NO_BROWSER=1",
 	}
 	c.started = time.Now()
-	c.s = newSession(t, options{broker: true, env: env, dir: proj}, cmd)
+	c.s = newSession(t, options{broker: true, env: env, dir: proj, wait: adapterWait}, cmd)
 	// codex-acp exits about 2 s after its stdin closes; a test that is
 	// done stops it with SIGTERM, which the broker passes on to the
 	// agent's process group, instead of waiting for that.
@@ -198,7 +198,7 @@ stream_max_retries = 0
 		_ = c.s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-c.s.exited:
-		case <-time.After(waitTimeout):
+		case <-time.After(c.s.wait):
 			t.Errorf("the broker did not exit on SIGTERM")
 		}
 	})

@@ -135,7 +135,7 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 		"GOOGLE_GEMINI_BASE_URL=" + api.URL,
 		"NO_COLOR=1",
 	}
-	g.session = newSession(t, options{broker: true, dir: project, env: g.env}, cmd)
+	g.session = newSession(t, options{broker: true, dir: project, env: g.env, wait: adapterWait}, cmd)
 
 	init := g.call("initialize", map[string]any{
 		"protocolVersion": 1,
