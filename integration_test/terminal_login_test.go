@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -63,6 +64,7 @@ func TestRealClaudeTerminalLogin(t *testing.T) {
 	home := t.TempDir()
 	cmd.Env = append(testEnv(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
 	term := startOnPty(t, cmd)
+	term.bound = adapterWait
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // the CLI the adapter started
 	term.waitFor(t, "Paste code here if prompted")
 	if out := term.text(); !strings.Contains(out, "terminal login: running the agent directly") {
@@ -276,6 +278,7 @@ type terminal struct {
 	out    bytes.Buffer
 	wake   chan struct{}
 	closed chan struct{}
+	bound  time.Duration // on waitFor; waitTimeout if zero
 }
 
 // startOnPty starts cmd with a new pseudo-terminal as its controlling
@@ -322,7 +325,7 @@ func (term *terminal) text() string {
 
 func (term *terminal) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	deadline := time.After(cmp.Or(term.bound, waitTimeout))
 	for !strings.Contains(term.text(), want) {
 		select {
 		case <-term.wake:
