@@ -110,7 +110,7 @@ func startRealClaude(t *testing.T, o realClaudeOptions) *realClaude {
 	}
 	t.Cleanup(mock.Close)
 	c.mock = mock
-	args := []string{"--log-level", "info", "--audit", c.audit}
+	args := []string{"--log-level", "info", "--audit", c.audit, "--shutdown-grace", adapterShutdownGrace}
 	if o.rules != "" {
 		config := filepath.Join(root, "rules.toml")
 		writeFileAtomic(t, config, o.rules)

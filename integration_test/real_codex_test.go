@@ -174,7 +174,7 @@ stream_max_retries = 0
 		agent = append(agent, "-u", v)
 	}
 	agent = append(agent, node, script)
-	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--"}, agent...)...)
+	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--shutdown-grace", adapterShutdownGrace, "--"}, agent...)...)
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
