@@ -179,8 +179,9 @@ func TestAgentCannotAnswer(t *testing.T) {
 		{"child", `exec "$0" answer "$1" always`},
 		{"child_allow_once", `exec "$0" answer "$1" allow`},
 		// The subshell outlives its parent, so the broker (the agent's
-		// child subreaper) adopts it.
-		{"orphaned_grandchild", `( sleep 0.3; "$0" answer "$1" always > "$2/orphan.out" 2>&1; echo $? > "$2/orphan.rc" ) & exit 0`},
+		// child subreaper) adopts it; it answers once its parent ($$ in
+		// a subshell) is gone.
+		{"orphaned_grandchild", `( while kill -0 $$ 2>/dev/null; do sleep 0.01; done; "$0" answer "$1" always > "$2/orphan.out" 2>&1; echo $? > "$2/orphan.rc" ) & exit 0`},
 		{"own_session", `exec setsid "$0" answer "$1" always`},
 		{"pending", `exec "$0" pending`},
 	}
@@ -319,9 +320,23 @@ func TestOneAnswer(t *testing.T) {
 		s.Finish()
 	})
 	t.Run("timeout", func(t *testing.T) {
-		s, dir := channelBroker(t, "[ask]\ntimeout = \"2s\"\n")
-		s.AgentToEditor(testPermission(2, "make build"))
-		resume := stallAgent(t, s)
+		// The timeout must come after the stall: a stall that took longer
+		// (a busy machine) tries again with a longer timeout.
+		var s *session
+		var dir string
+		var resume func()
+		for timeout := 2 * time.Second; ; timeout *= 2 {
+			if timeout > waitTimeout {
+				t.Fatal("stalling the agent took longer than any timeout tried")
+			}
+			s, dir = channelBroker(t, fmt.Sprintf("[ask]\ntimeout = %q\n", timeout))
+			start := time.Now() // before the broker starts the request's clock
+			s.AgentToEditor(testPermission(2, "make build"))
+			resume = stallAgent(t, s)
+			if time.Since(start) < timeout {
+				break
+			}
+		}
 		waitAuditLine(t, dir, `"source":"timeout"`)
 		s.EditorSend(allowOnce)
 		resume()

@@ -280,8 +280,9 @@ func TestAuditLog(t *testing.T) {
 	}
 	d.finish()
 	// One line per intercepted request: 10 permission requests (m1 to m9,
-	// p-14), 4 writes, 2 terminals; and one warning that the test's editor
-	// answers faster than a person can.
+	// p-14), 4 writes, 2 terminals; and at most one warning that the test's
+	// editor answers faster than a person can (whether it does depends on
+	// how busy the machine is; quick_editor_test.go has the warning's tests).
 	requests, warnings := 0, 0
 	for _, r := range readAudit(t, d.audit) {
 		if r.Method == "editor/answers" {
@@ -290,9 +291,9 @@ func TestAuditLog(t *testing.T) {
 			requests++
 		}
 	}
-	if want := 10 + 4 + 2; requests != want || warnings != 1 {
+	if want := 10 + 4 + 2; requests != want || warnings > 1 {
 		data, _ := os.ReadFile(d.audit)
-		t.Errorf("the audit log has %d request lines and %d warnings, want %d and 1:\n%s", requests, warnings, want, data)
+		t.Errorf("the audit log has %d request lines and %d warnings, want %d and at most 1:\n%s", requests, warnings, want, data)
 	}
 	if fi, err := os.Stat(d.audit); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("audit log mode: %v %v, want 0600", fi.Mode(), err)

@@ -65,7 +65,7 @@ func waitFile(t *testing.T, path string) string {
 // waitGone waits for a process to be gone.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitTimeout)
 	for time.Now().Before(deadline) {
 		if syscall.Kill(pid, 0) != nil {
 			return

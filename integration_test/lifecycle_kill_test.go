@@ -90,8 +90,10 @@ func TestAgentTreeDiesWithKilledBroker(t *testing.T) {
 			}
 			died := time.Now()
 			for what, fd := range fds {
-				if !waitPidfd(fd, time.Until(died.Add(time.Second))) {
-					t.Errorf("%s (pid %d) still running a second after the broker was killed", what, tree[what])
+				// The keeper ends the tree once it hears of the broker's
+				// death; on a loaded machine that takes what it takes.
+				if !waitPidfd(fd, time.Until(died.Add(waitTimeout))) {
+					t.Errorf("%s (pid %d) still running %v after the broker was killed", what, tree[what], waitTimeout)
 				}
 			}
 		})

@@ -14,12 +14,9 @@ import (
 )
 
 // longGrace is a --shutdown-grace or --kill-grace no test waits out: a
-// broker that exits well before it did not wait for it.
-const longGrace = 30 * time.Second
-
-// promptly bounds how long the broker may take to exit once the agent has
-// died of a signal passed on: far less than longGrace.
-const promptly = 5 * time.Second
+// broker that exits within a session's wait (waitTimeout, a minute, which
+// Wait enforces) did not wait for it, however loaded the machine.
+const longGrace = time.Hour
 
 // TestSignalInEveryPhase: SIGTERM, SIGINT and SIGHUP sent to the broker
 // reach the agent whatever the broker is doing: before the editor said
@@ -77,22 +74,15 @@ func TestSignalInEveryPhase(t *testing.T) {
 					agentArgs:  []string{"-on-eof", "ignore", "-on-signal", phase.onSignal},
 				})
 				phase.reach(t, s)
-				sent := time.Now()
 				if err := syscall.Kill(s.cmd.Process.Pid, sig); err != nil {
 					t.Fatal(err)
 				}
 				if got := s.waitEvent('S'); string(got[1:]) != strconv.Itoa(int(sig)) {
 					t.Errorf("agent got signal %s, want %d (%v)", got[1:], sig, sig)
 				}
+				// Within Wait's bound, so not after a longGrace.
 				if got, want := s.Wait(), phase.status(sig); got != want {
 					t.Errorf("broker exited with status %d, want %d\n%s", got, want, s.debug())
-				}
-				limit := promptly
-				if phase.name == "during_kill_grace" {
-					limit += killGrace
-				}
-				if elapsed := time.Since(sent); elapsed > limit {
-					t.Errorf("broker exited %v after the signal, want within %v: it waited out a grace", elapsed.Round(time.Millisecond), limit)
 				}
 				s.waitStreams()
 			})
@@ -142,29 +132,27 @@ func TestExitStatusMirrorsAgent(t *testing.T) {
 // TestSignalReachesLeftovers: once the agent has exited, the broker ends
 // what it left running with SIGTERM, then SIGKILL after --kill-grace; a
 // signal the broker gets meanwhile reaches those leftovers at once. Here a
-// leftover ignores SIGTERM and exits on SIGINT, which the broker passes on.
+// leftover ignores SIGTERM (it only notes it) and exits on SIGINT, which the
+// broker passes on.
 func TestSignalReachesLeftovers(t *testing.T) {
 	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "got-sigint")
 	s := startFake(t, options{broker: true, brokerArgs: []string{"--kill-grace", longGrace.String()}})
 	s.EditorToAgent(msgInitialize)
 	s.AgentToEditor(msgInitialized)
-	leftover := fmt.Sprintf(`trap "" TERM; trap "echo > %s; exit 0" INT; echo > %s.ready; while :; do sleep 0.05; done`, marker, marker)
+	leftover := fmt.Sprintf(`trap "echo > %[1]s.term" TERM; trap "echo > %[1]s; exit 0" INT; echo > %[1]s.ready; while :; do sleep 0.05; done`, marker)
 	spec, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", leftover}})
 	s.control(command('C', string(spec)))
 	waitForFile(t, marker+".ready")
 	s.AgentExit(0)
-	// The broker's SIGTERM is ignored; give it time to be sent.
-	time.Sleep(300 * time.Millisecond)
-	sent := time.Now()
+	// The broker is in --kill-grace once the leftover has its SIGTERM.
+	waitForFile(t, marker+".term")
 	if err := syscall.Kill(s.cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+	// Within Wait's bound, so not after --kill-grace.
 	if got := s.Wait(); got != 0 {
 		t.Errorf("broker exited with status %d, want the agent's 0\n%s", got, s.debug())
-	}
-	if elapsed := time.Since(sent); elapsed > promptly {
-		t.Errorf("broker exited %v after the signal, want within %v: it waited out --kill-grace", elapsed.Round(time.Millisecond), promptly)
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the leftover never got the SIGINT: %v", err)

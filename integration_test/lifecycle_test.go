@@ -79,7 +79,10 @@ func TestAgentExitsFirst(t *testing.T) {
 // SIGKILLs it; it exits with the agent's status.
 func TestShutdown(t *testing.T) {
 	t.Parallel()
-	const grace = 200 * time.Millisecond
+	// Longer than the defaults (5s and 2s): a broker that cut either grace
+	// short or used its default instead exits before minTime. A bound from
+	// below, which a loaded machine cannot break.
+	const shutdownGrace, killGrace = 7 * time.Second, 4 * time.Second
 	for _, c := range []struct {
 		name      string
 		agentArgs []string
@@ -87,15 +90,15 @@ func TestShutdown(t *testing.T) {
 		minTime   time.Duration
 	}{
 		// Ignores end of input, dies on SIGTERM.
-		{"sigterm_after_shutdown_grace", []string{"-on-eof", "ignore", "-on-signal", "die"}, 128 + 15, grace},
+		{"sigterm_after_shutdown_grace", []string{"-on-eof", "ignore", "-on-signal", "die"}, 128 + 15, shutdownGrace},
 		// Ignores end of input and SIGTERM: only SIGKILL stops it.
-		{"sigkill_after_kill_grace", []string{"-on-eof", "ignore", "-on-signal", "ignore"}, 128 + 9, 2 * grace},
+		{"sigkill_after_kill_grace", []string{"-on-eof", "ignore", "-on-signal", "ignore"}, 128 + 9, shutdownGrace + killGrace},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := startFake(t, options{
 				broker:     true,
-				brokerArgs: []string{"--shutdown-grace", grace.String(), "--kill-grace", grace.String()},
+				brokerArgs: []string{"--shutdown-grace", shutdownGrace.String(), "--kill-grace", killGrace.String()},
 				agentArgs:  c.agentArgs,
 			})
 			s.EditorToAgent(msgInitialize)
@@ -109,12 +112,10 @@ func TestShutdown(t *testing.T) {
 			if got := s.Wait(); got != c.status {
 				t.Errorf("broker exited with status %d, want %d\n%s", got, c.status, s.debug())
 			}
-			// The graces are honoured both ways: not cut short, and not
-			// replaced by the defaults (5s and 2s).
+			// The graces are honoured: not cut short, nor replaced by the
+			// shorter defaults.
 			if elapsed := time.Since(start); elapsed < c.minTime {
 				t.Errorf("broker exited %v after stdin closed, before the graces (%v) ran out", elapsed, c.minTime)
-			} else if elapsed > c.minTime+3*time.Second {
-				t.Errorf("broker exited %v after stdin closed, long after the graces (%v) ran out", elapsed, c.minTime)
 			}
 			s.waitStreams()
 		})
@@ -200,9 +201,10 @@ func TestNoGrandchildOutlivesBroker(t *testing.T) {
 			s.Wait()
 			exitedAt := time.Now()
 			for i, pid := range pids {
-				// Give the kernel a moment to finish delivering SIGKILL; a
+				// The kernel finishes delivering SIGKILL when the process
+				// next runs, which on a loaded machine takes a while; a
 				// process that exited but was not yet reaped counts as gone.
-				if !waitPidfd(fds[i], 2*time.Second) {
+				if !waitPidfd(fds[i], waitTimeout) {
 					t.Errorf("grandchild %d (%s) still running %v after the broker exited", pid,
 						[]string{"same process group", "own session"}[i], time.Since(exitedAt).Round(time.Millisecond))
 				}
@@ -477,8 +479,8 @@ func TestEditorVanishes(t *testing.T) {
 	s.AgentSend(lines...)
 	s.Wait() // reports an error if the broker was killed by a signal
 	for i, fd := range fds {
-		if !waitPidfd(fd, 2*time.Second) {
-			t.Errorf("%s still running after the broker exited", []string{"grandchild (same group)", "grandchild (own session)", "agent"}[i])
+		if !waitPidfd(fd, waitTimeout) {
+			t.Errorf("%s still running %v after the broker exited", []string{"grandchild (same group)", "grandchild (own session)", "agent"}[i], waitTimeout)
 		}
 	}
 }

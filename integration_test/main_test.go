@@ -36,6 +36,16 @@ var tmpDir string
 // of blocking CI.
 const waitTimeout = 60 * time.Second
 
+// adapterWait bounds every wait of the real-adapter tests: Node starting a
+// large bundle, and the adapter's own work, take minutes on a busy machine.
+const adapterWait = 3 * time.Minute
+
+// adapterShutdownGrace is the real-adapter brokers' --shutdown-grace: an
+// adapter exits at end of input, but on a busy machine gemini-cli took more
+// than the default 5 s (and was killed, status 137). One that never exits
+// still fails the test, within adapterWait.
+const adapterShutdownGrace = "2m"
+
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
 }

@@ -256,13 +256,11 @@ func TestProjectFileNotARegularFile(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				started := time.Now()
+				// A broker that waited on the file (a named pipe nobody
+				// writes to) would never start: startDecider fails then.
 				d := startDecider(t, deciderOptions{rules: projectUser, inProject: inProject,
 					prepare: func(d *decider) { c.make(t, d, filepath.Join(d.cwd, ".acp-broker.toml")) }})
 				d.noisy = true
-				if took := time.Since(started); took > 10*time.Second {
-					t.Errorf("the broker took %v to start", took)
-				}
 				steps := []struct {
 					name string
 					run  func()

@@ -27,6 +27,8 @@ import (
 //
 // Between the broker and the agent, tee copies each direction to a file, so
 // the tests see the agent's own bytes: what it sent and what it was answered.
+// Each tee writes a line to its file before it passes the line on, so a file
+// holds every line its reader got by the time the reader got it.
 
 // claudeEnv makes the CLI reach nothing but the mock: no telemetry, update
 // checks, error reports or feature flags.
@@ -108,15 +110,17 @@ func startRealClaude(t *testing.T, o realClaudeOptions) *realClaude {
 	}
 	t.Cleanup(mock.Close)
 	c.mock = mock
-	args := []string{"--log-level", "info", "--audit", c.audit}
+	args := []string{"--log-level", "info", "--audit", c.audit, "--shutdown-grace", adapterShutdownGrace}
 	if o.rules != "" {
 		config := filepath.Join(root, "rules.toml")
 		writeFileAtomic(t, config, o.rules)
 		args = append(args, "--config", config)
 	}
 	// tee records both directions; the pipeline ends when the broker
-	// closes the agent's stdin, as the adapter alone does.
-	args = append(args, "--", "/bin/sh", "-c", `tee "$0" | "$1" "$2" | tee "$3"`, c.agentIn, node, entry, c.agentOut)
+	// closes the agent's stdin, as the adapter alone does. Each tee's
+	// stdout is its file and the pipe it passes lines on is /dev/fd/3:
+	// tee writes (unbuffered) to its stdout first.
+	args = append(args, "--", "/bin/sh", "-c", `tee /dev/fd/3 3>&1 >"$0" | "$1" "$2" | tee /dev/fd/3 3>&1 >"$3"`, c.agentIn, node, entry, c.agentOut)
 	env := append([]string{
 		"HOME=" + c.home,
 		"XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"),
@@ -128,7 +132,7 @@ func startRealClaude(t *testing.T, o realClaudeOptions) *realClaude {
 		"ANTHROPIC_API_KEY=sk-ant-test-not-a-key",
 	}, claudeEnv...)
 	env = append(env, o.env...)
-	c.session = newSession(t, options{broker: true, env: env, dir: root, wait: 90 * time.Second}, exec.Command(brokerBin, args...))
+	c.session = newSession(t, options{broker: true, env: env, dir: root, wait: adapterWait}, exec.Command(brokerBin, args...))
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -392,13 +396,7 @@ func (c *realClaude) agentLines(file string) []string {
 // (agentIn) a line that match accepts, and returns it.
 func (c *realClaude) agentLine(file, what string, match func(rpcLine) bool) string {
 	c.t.Helper()
-	return c.agentLineWithin(c.wait, file, what, match)
-}
-
-// agentLineWithin is agentLine waiting at most d.
-func (c *realClaude) agentLineWithin(d time.Duration, file, what string, match func(rpcLine) bool) string {
-	c.t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(c.wait)
 	for {
 		for _, l := range c.agentLines(file) {
 			if m := parseLine(l); m != nil && match(m) {
@@ -408,9 +406,12 @@ func (c *realClaude) agentLineWithin(d time.Duration, file, what string, match f
 		if time.Now().After(deadline) {
 			c.t.Fatalf("the agent never %s", what)
 		}
-		if c.promptID != "" && c.turnEnded() {
-			// The tee may be behind: one last look.
-			time.Sleep(200 * time.Millisecond)
+		// What the agent sent before its turn ended is in its file by
+		// then, so the end of the turn ends the wait (after one last look:
+		// it may have ended since the look above). What the broker sent
+		// it may still be on its way, behind a session/cancel the agent
+		// ended its turn on.
+		if c.promptID != "" && file == c.agentOut && c.turnEnded() {
 			for _, l := range c.agentLines(file) {
 				if m := parseLine(l); m != nil && match(m) {
 					return l
@@ -431,8 +432,7 @@ func (c *realClaude) agentAnswer(id json.RawMessage) string {
 }
 
 // agentSent waits for the request with method and id that the agent sent
-// and returns it as the agent wrote it. (tee may write it to the broker
-// before it writes it to the file.)
+// and returns it as the agent wrote it.
 func (c *realClaude) agentSent(method string, id json.RawMessage) string {
 	c.t.Helper()
 	want, _ := json.Marshal(method)
@@ -476,8 +476,7 @@ func (c *realClaude) brokerAnswered(id json.RawMessage, option string) {
 		}
 		if ended := c.promptID != "" && c.turnEnded(); ended || time.Now().After(deadline) {
 			if ended && !lastLook {
-				lastLook = true // the tee may be behind
-				time.Sleep(200 * time.Millisecond)
+				lastLook = true // it may have ended since the look above
 				continue
 			}
 			c.t.Fatalf("the agent never got an answer to its request %s (turn ended: %v)", id, ended)
@@ -522,7 +521,7 @@ func (c *realClaude) auditOf(toolCallID string) auditEntry {
 // auditWhere waits for an audit line that match accepts and returns it.
 func (c *realClaude) auditWhere(what string, match func(auditEntry) bool) auditEntry {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(c.wait)
 	for {
 		for _, l := range c.agentLines(c.audit) {
 			var e auditEntry
@@ -794,7 +793,7 @@ func TestRealClaudeCancelWhileAsking(t *testing.T) {
 			id := parseLine(req)["id"]
 			c.notify("session/cancel", map[string]any{"sessionId": c.sid})
 			// The broker answers at once, without the editor's answer.
-			first := c.agentLineWithin(10*time.Second, c.agentIn, "got the broker's cancelled answer", func(m rpcLine) bool {
+			first := c.agentLine(c.agentIn, "got the broker's cancelled answer", func(m rpcLine) bool {
 				return m["method"] == nil && bytes.Equal(m["id"], id)
 			})
 			if !isCancelled(first) {
@@ -851,8 +850,9 @@ func TestRealClaudeDefaultModeIsGoverned(t *testing.T) {
 	if r.Modes.CurrentModeID != "auto" {
 		t.Fatalf("claude-agent-acp opened the session in mode %q, not in its default auto: the test runs nothing blind", r.Modes.CurrentModeID)
 	}
-	// The broker's own request; the tee may lag behind the agent.
-	switched := c.agentLineWithin(10*time.Second, c.agentIn, "got the broker's mode switch", func(m rpcLine) bool {
+	// The broker's own request, which it may send after it relayed the
+	// session to the editor.
+	switched := c.agentLine(c.agentIn, "got the broker's mode switch", func(m rpcLine) bool {
 		return strings.HasPrefix(string(m["id"]), `"acp-broker-`) &&
 			(string(m["method"]) == `"session/set_mode"` || string(m["method"]) == `"session/set_config_option"`)
 	})

@@ -174,7 +174,7 @@ stream_max_retries = 0
 		agent = append(agent, "-u", v)
 	}
 	agent = append(agent, node, script)
-	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--"}, agent...)...)
+	cmd := exec.Command(brokerBin, append([]string{"--config", rules, "--trace", c.trace, "--shutdown-grace", adapterShutdownGrace, "--"}, agent...)...)
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -185,7 +185,7 @@ stream_max_retries = 0
 		"NO_BROWSER=1",
 	}
 	c.started = time.Now()
-	c.s = newSession(t, options{broker: true, env: env, dir: proj}, cmd)
+	c.s = newSession(t, options{broker: true, env: env, dir: proj, wait: adapterWait}, cmd)
 	// codex-acp exits about 2 s after its stdin closes; a test that is
 	// done stops it with SIGTERM, which the broker passes on to the
 	// agent's process group, instead of waiting for that.
@@ -198,7 +198,7 @@ stream_max_retries = 0
 		_ = c.s.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-c.s.exited:
-		case <-time.After(15 * time.Second):
+		case <-time.After(c.s.wait):
 			t.Errorf("the broker did not exit on SIGTERM")
 		}
 	})
@@ -337,7 +337,7 @@ func (c *realCodex) requireMode(mode string, newResult map[string]json.RawMessag
 	if res.Modes.CurrentModeID == mode {
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(c.s.wait)
 	for time.Now().Before(deadline) {
 		line, err := c.s.out.take(time.Until(deadline), func(b []byte) bool {
 			return codexModeUpdate(b) != ""

@@ -122,7 +122,7 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 	writeFileAtomic(t, config, geminiRules)
 	trace := filepath.Join(root, "trace.jsonl")
 	audit := filepath.Join(root, "audit.jsonl")
-	args := []string{"--log-level", "warn", "--audit", audit, "--config", config, "--trace", trace,
+	args := []string{"--log-level", "warn", "--audit", audit, "--config", config, "--trace", trace, "--shutdown-grace", adapterShutdownGrace,
 		"--", "gemini", "--acp"}
 	cmd := exec.Command(brokerBin, append(args, geminiArgs...)...)
 	g := &geminiRun{api: api, root: root, home: home, config: config, audit: audit, project: project, trace: trace, editorFiles: editorFiles}
@@ -135,7 +135,7 @@ func startGemini(t *testing.T, editorFiles bool, geminiArgs ...string) *geminiRu
 		"GOOGLE_GEMINI_BASE_URL=" + api.URL,
 		"NO_COLOR=1",
 	}
-	g.session = newSession(t, options{broker: true, dir: project, env: g.env}, cmd)
+	g.session = newSession(t, options{broker: true, dir: project, env: g.env, wait: adapterWait}, cmd)
 
 	init := g.call("initialize", map[string]any{
 		"protocolVersion": 1,

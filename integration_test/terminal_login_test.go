@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -63,6 +64,7 @@ func TestRealClaudeTerminalLogin(t *testing.T) {
 	home := t.TempDir()
 	cmd.Env = append(testEnv(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
 	term := startOnPty(t, cmd)
+	term.bound = adapterWait
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // the CLI the adapter started
 	term.waitFor(t, "Paste code here if prompted")
 	if out := term.text(); !strings.Contains(out, "terminal login: running the agent directly") {
@@ -169,21 +171,33 @@ func TestNotTerminalLoginStaysBrokered(t *testing.T) {
 		cmd := exec.Command(brokerBin, "--", "fakeagent", "-login")
 		cmd.Env = testEnv()
 		master, slave := openPty(t)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, &stderr
+		errR, errW := mustPipe(t)
+		var stdout bytes.Buffer
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, errW
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 		cmd.WaitDelay = waitTimeout
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		slave.Close()
+		errW.Close()
+		stderr := newQueue()
+		go readLines(errR, stderr)
+		defer errR.Close()
 		// The master is not read (its echo fits its buffer): a read in
 		// progress would hold its descriptor open past Close.
 		if _, err := master.Write([]byte("s3cret\n")); err != nil {
 			t.Fatal(err)
 		}
-		// Hanging up the terminal ends the broker's input.
-		time.Sleep(200 * time.Millisecond)
+		// Hanging up the terminal ends the broker's input, and a hang-up
+		// signals the broker: only once it has read the code (and warned
+		// that it is not JSON-RPC) and the agent's prompt line, not before
+		// it even got that far.
+		for _, what := range []string{"editor input is not JSON-RPC", "fakeagent login pid="} {
+			if _, err := stderr.take(waitTimeout, func(l []byte) bool { return bytes.Contains(l, []byte(what)) }); err != nil {
+				t.Fatalf("no stderr line with %q: %v\nstderr:\n%s", what, err, bytes.Join(stderr.all(), []byte("\n")))
+			}
+		}
 		master.Close()
 		err := cmd.Wait()
 		var ee *exec.ExitError
@@ -193,7 +207,10 @@ func TestNotTerminalLoginStaysBrokered(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		expectBrokered(t, stdout.String(), stderr.String(), runStatus{pid: cmd.Process.Pid, code: code})
+		if err := stderr.waitClosed(waitTimeout); err != nil {
+			t.Fatalf("stderr not closed after exit: %v", err)
+		}
+		expectBrokered(t, stdout.String(), string(bytes.Join(stderr.all(), []byte("\n"))), runStatus{pid: cmd.Process.Pid, code: code})
 	})
 }
 
@@ -261,6 +278,7 @@ type terminal struct {
 	out    bytes.Buffer
 	wake   chan struct{}
 	closed chan struct{}
+	bound  time.Duration // on waitFor; waitTimeout if zero
 }
 
 // startOnPty starts cmd with a new pseudo-terminal as its controlling
@@ -307,7 +325,7 @@ func (term *terminal) text() string {
 
 func (term *terminal) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.After(waitTimeout)
+	deadline := time.After(cmp.Or(term.bound, waitTimeout))
 	for !strings.Contains(term.text(), want) {
 		select {
 		case <-term.wake:

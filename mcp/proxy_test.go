@@ -39,8 +39,10 @@ func runProxyAsAgent(t *testing.T, socket, token string, command ...string) *age
 		code, err := RunProxy(context.Background(), ProxyOptions{
 			Socket: socket, Token: token, Server: "fs", Command: command,
 			Stdin: inR, Stdout: outW, Stderr: os.Stderr,
-			Log:        slog.New(slog.DiscardHandler),
-			CloseGrace: time.Second,
+			Log: slog.New(slog.DiscardHandler),
+			// The servers exit at end of input; on a busy machine
+			// that can take more than a second.
+			CloseGrace: waitTimeout,
 		})
 		outW.Close()
 		a.done <- proxyResult{code, err}

@@ -77,7 +77,7 @@ func askAsync(t *testing.T, ctx context.Context, ch Channel, p Prompt) <-chan as
 		ans, err := ch.Ask(ctx, p)
 		// The reader signals it is done as its last act, so it may still be
 		// on its way out for a moment; one that is still reading stays.
-		deadline := time.Now().Add(2 * time.Second)
+		deadline := time.Now().Add(httpChanWait)
 		g := goroutinesIn("notify.(*ntfyStream).read")
 		for g != "" && time.Now().Before(deadline) {
 			runtime.Gosched()
@@ -628,16 +628,29 @@ func TestNtfyStopsAtTheDeadline(t *testing.T) {
 	default:
 	}
 
-	p.Deadline = time.Now().Add(300 * time.Millisecond)
-	res := askAsync(t, t.Context(), n, p)
-	m := recvWithin(t, f.published, "the prompt")
+	// The deadline is to pass while Ask waits, after it published; a test
+	// paused past it before Ask began publishes nothing (rightly), and
+	// tries again with a longer one.
+	var m fakeNtfyMessage
+	for wait := 300 * time.Millisecond; ; wait *= 2 {
+		p.Deadline = time.Now().Add(wait)
+		r := recvWithin(t, askAsync(t, t.Context(), n, p), "Ask")
+		if !errors.Is(r.err, ErrNoAnswer) || !errors.Is(r.err, errPastDeadline) {
+			t.Fatalf("Ask = %+v, %v; want no answer at the deadline", r.ans, r.err)
+		}
+		select {
+		case m = <-f.published:
+		default:
+			if wait > httpChanWait {
+				t.Fatal("Ask never published before its deadline")
+			}
+			continue
+		}
+		break
+	}
 	_, c := buttonClaims(t, m, "Allow once")
 	if c.Exp != p.Deadline.Unix() {
 		t.Errorf("token expires at %d, want the deadline %d", c.Exp, p.Deadline.Unix())
-	}
-	r := recvWithin(t, res, "Ask")
-	if !errors.Is(r.err, ErrNoAnswer) || !errors.Is(r.err, errPastDeadline) {
-		t.Fatalf("Ask = %+v, %v; want no answer at the deadline", r.ans, r.err)
 	}
 	wantUpdate(t, f, m, "timed out")
 }

@@ -358,12 +358,25 @@ func TestWebhookExpiresWithTheRequest(t *testing.T) {
 		rc := newFakeReceiver(t)
 		w := startWebhook(t, rc)
 		p := httpChanPrompt("15-3")
-		p.Deadline = time.Now().Add(300 * time.Millisecond)
-		res := askAsync(t, t.Context(), w, p)
-		got := recvWithin(t, rc.prompts, "the request")
-		r := recvWithin(t, res, "Ask")
-		if !errors.Is(r.err, ErrNoAnswer) || !errors.Is(r.err, errPastDeadline) {
-			t.Fatalf("Ask = %+v, %v; want no answer at the deadline", r.ans, r.err)
+		// The deadline is to pass while Ask waits, after it sent the
+		// request; a test paused past it before Ask began gets no request
+		// at all (rightly), and tries again with a longer one.
+		var got receivedPrompt
+		for wait := 300 * time.Millisecond; ; wait *= 2 {
+			p.Deadline = time.Now().Add(wait)
+			r := recvWithin(t, askAsync(t, t.Context(), w, p), "Ask")
+			if !errors.Is(r.err, ErrNoAnswer) || !errors.Is(r.err, errPastDeadline) {
+				t.Fatalf("Ask = %+v, %v; want no answer at the deadline", r.ans, r.err)
+			}
+			select {
+			case got = <-rc.prompts: // the receiver has it before the POST returns
+			default:
+				if wait > httpChanWait {
+					t.Fatal("Ask never sent the request before its deadline")
+				}
+				continue
+			}
+			break
 		}
 		if done := recvWithin(t, rc.resolved, "the resolved event"); done.Text != "timed out" {
 			t.Errorf("resolved = %+v", done)

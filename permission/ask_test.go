@@ -39,6 +39,25 @@ func (h *editorOnly) Raw() []byte                        { return nil }
 // timeout, the turn's cancel and the call's end are watched together), and
 // still gets its "unanswered" line when its call ends.
 func TestAskWatchesARequestWithOneGoroutine(t *testing.T) {
+	// A goroutine an earlier test left may end meanwhile, or the runtime
+	// start one: a request asked in a few engines in turn must cost one
+	// goroutine in one of them (one that costs more does in every one).
+	var started []int
+	for range 3 {
+		n := askInTheEditor(t)
+		if n == 1 {
+			return
+		}
+		started = append(started, n)
+	}
+	t.Errorf("asking in the editor started %v goroutines, want 1", started)
+}
+
+// askInTheEditor asks a request in the editor and returns how many
+// goroutines that started; it checks that the request still gets its
+// "unanswered" line when its call ends.
+func askInTheEditor(t *testing.T) int {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	audit, err := OpenAudit(path)
 	if err != nil {
@@ -53,9 +72,7 @@ func TestAskWatchesARequestWithOneGoroutine(t *testing.T) {
 	h := &editorOnly{ctx: ctx, cancelled: make(chan struct{})}
 	before := runtime.NumGoroutine()
 	e.ask(h, params, &rules.Request{}, Record{Session: "s1", Method: "session/request_permission"}, time.Now(), "default", "no rule decides it", nil)
-	if n := runtime.NumGoroutine() - before; n != 1 {
-		t.Errorf("asking in the editor started %d goroutines, want 1", n)
-	}
+	n := runtime.NumGoroutine() - before
 	if !h.forwarded {
 		t.Fatal("the request was not forwarded to the editor")
 	}
@@ -70,6 +87,7 @@ func TestAskWatchesARequestWithOneGoroutine(t *testing.T) {
 	if !strings.Contains(string(log), `"decision":"unanswered"`) {
 		t.Fatalf("the audit log holds no unanswered line:\n%s", log)
 	}
+	return n
 }
 
 // TestNobodyAnswered: a timeout's reason gives its duration as people write

@@ -134,9 +134,14 @@ func TestPolicyRechecksFilesAtMostEveryInterval(t *testing.T) {
 	}
 
 	// A stat allocates (its FileInfo): a policy that is not rechecked does
-	// not. Runs that cross an interval recheck, rarely enough that the
-	// average stays below one.
-	if allocs := testing.AllocsPerRun(100, func() { _, _ = src.Policy(repo) }); allocs >= 1 {
+	// not. Runs that cross an interval recheck (some 50 allocations each),
+	// which a busy machine that pauses the test makes more likely: the
+	// fewest of a few rounds is the cost of a call.
+	allocs := testing.AllocsPerRun(100, func() { _, _ = src.Policy(repo) })
+	for range 4 {
+		allocs = min(allocs, testing.AllocsPerRun(100, func() { _, _ = src.Policy(repo) }))
+	}
+	if allocs >= 1 {
 		t.Errorf("Policy allocates %.0f times per call: it stats the files every time", allocs)
 	}
 

@@ -79,7 +79,7 @@ func TestProjectFileIsReadOnlyIfRegularAndSmall(t *testing.T) {
 			}()
 			select {
 			case <-done:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Load hangs on the project file")
 			}
 			must(t, err)

@@ -675,9 +675,11 @@ func TestParseShellBoundsWork(t *testing.T) {
 	for range 4 {
 		inner = "bash -c " + syntaxQuote(t, inner) + "{,}{,}"
 	}
+	// A tenth of a second under the race detector: the bound is for a
+	// runaway, not a speed test a loaded machine could fail.
 	start := time.Now()
 	got := ParseShell(inner)
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
+	if elapsed := time.Since(start); elapsed > time.Minute {
 		t.Errorf("took %v", elapsed)
 	}
 	if len(got.Commands) > maxCommands || len(got.Opaqueness()) == 0 {

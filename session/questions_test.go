@@ -106,7 +106,7 @@ func TestAgentCancelsAForwardedQuestion(t *testing.T) {
 		received(`{"jsonrpc":"2.0","id":7,"error":{"code":-32800,"message":"request cancelled by the agent"}}`))
 	select {
 	case <-c.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the policy was not told the question ended")
 	}
 	h.send(`{"jsonrpc":"2.0","id":7,"result":{"action":"accept","content":{"target":"staging"}}}`)
@@ -128,7 +128,7 @@ func TestElicitationCompleteIsRelayedAndSignalled(t *testing.T) {
 	h.expect(complete)
 	select {
 	case <-named.ElicitationCompleted():
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the question named was not told it is complete")
 	}
 	select {

@@ -124,7 +124,7 @@ func TestAgentCancelsAHeldRequest(t *testing.T) {
 	h.expectAgentReceived(`{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"request cancelled by the agent"}}`)
 	select {
 	case <-c.Context().Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("the policy was not told the call ended")
 	}
 	if c.SelectOption("allow-once") {
