@@ -853,12 +853,15 @@ func copyBrokerForOtherUsers(t *testing.T) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(brokerBin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Copied by cp, not written here: a process that parallel tests fork
+	// while this one holds the new file open for writing inherits that
+	// descriptor until it execs, and the copy's own exec then fails with
+	// "text file busy" (ETXTBSY).
 	path := filepath.Join(dir, "acp-broker")
-	if err := os.WriteFile(path, data, 0o755); err != nil {
+	if out, err := exec.Command("cp", brokerBin, path).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	if err := os.Chmod(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path
