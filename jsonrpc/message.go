@@ -339,15 +339,6 @@ func envelopeMember(rawKey []byte) (member int, variant bool) {
 	return notEnvelope, false
 }
 
-// checkExact refuses, in an exact scan, the string that ends at s.pos and
-// starts at start when it is not exact Unicode.
-func (s *scanner) checkExact(start int) error {
-	if s.exact && !exactUnicode(s.data[start:s.pos]) {
-		return fmt.Errorf("the string at byte %d is not valid Unicode (invalid UTF-8 or a lone surrogate escape): peers read it differently", start)
-	}
-	return nil
-}
-
 // ExactUnicode reports whether a JSON string literal (quotes included, its
 // syntax already checked) decodes to the same text for every peer; see
 // exactUnicode.
@@ -656,9 +647,6 @@ type scanner struct {
 	pos  int
 	// strict refuses objects that repeat a member name (see Strict).
 	strict bool
-	// exact refuses strings and member names that are not exact Unicode
-	// (see StrictText).
-	exact bool
 }
 
 var errEnd = errors.New("unexpected end of message")
@@ -697,9 +685,6 @@ func (s *scanner) rawKey() ([]byte, error) {
 	}
 	start := s.pos
 	if err := s.skipString(); err != nil {
-		return nil, err
-	}
-	if err := s.checkExact(start); err != nil {
 		return nil, err
 	}
 	raw := s.data[start:s.pos]
@@ -843,11 +828,7 @@ func (s *scanner) skipValue(depth int) error {
 	}
 	switch c := s.data[s.pos]; {
 	case c == '"':
-		start := s.pos
-		if err := s.skipString(); err != nil {
-			return err
-		}
-		return s.checkExact(start)
+		return s.skipString()
 	case c == '{':
 		if depth > maxDepth {
 			return errors.New("nested too deeply")
