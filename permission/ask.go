@@ -88,7 +88,8 @@ type asking struct {
 	// broker answers for an editor without forms): the channels are asked
 	// at once whatever the route, and nothing falls back to the editor.
 	editor bool
-	// prompt is what the channels show; nil when no channel may be asked.
+	// prompt is what the channels show; nil exactly when the Asker has
+	// neither Local nor Channels.
 	prompt *notify.Prompt
 	// won completes the winning answer's record before its line is
 	// written; nil for nothing to add.
@@ -320,7 +321,7 @@ func (e *Engine) route(q *asking) {
 			}()
 		}
 	}
-	if a.Local != nil && q.prompt != nil {
+	if a.Local != nil {
 		// Answers the local channel refuses for who sent them (the agent's
 		// own processes) are named in the audit line.
 		localCtx := notify.WithRefusals(ctx, func(why string) {

@@ -375,7 +375,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 		b.mu.Unlock()
 	case jsonrpc.Response:
 		key := m.IDKey()
-		b.tracker.agentResponseTo(key, m)
+		b.tracker.agentResponse(m)
 		b.mu.Lock()
 		delete(b.editorPending, key)
 		established := b.established[key]
@@ -385,7 +385,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 			id, _ := jsonrpc.String(m.Result, "sessionId")
 			established(id)
 		}
-		if b.setupAnswered(m, key, frame) {
+		if b.setupAnswered(m, frame) {
 			return // held until the agent answers the broker's switch
 		}
 	case jsonrpc.Notification:

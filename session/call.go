@@ -129,7 +129,7 @@ func (c *Call) mayBeOf(sessionID string) bool {
 		return false
 	}
 	for _, n := range names[0] {
-		if id, ok := stringValue(n.Value); ok && id == sessionID {
+		if id, ok := jsonrpc.Unquote(n.Value); ok && id == sessionID {
 			return true
 		}
 	}
