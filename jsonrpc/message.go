@@ -60,6 +60,32 @@ func (m *Message) IDKey() string {
 	return m.idKey
 }
 
+// Clone returns a copy of the message that shares no bytes with it: its Raw
+// a copy of m.Raw, and its ID, Params, Result and Error the same values in
+// that copy. It is for a message kept after the buffer it was read from is
+// reused, without reading the frame a second time.
+func (m *Message) Clone() *Message {
+	c := *m
+	c.Raw = bytes.Clone(m.Raw)
+	c.ID, c.Params, c.Result, c.Error = m.inClone(c.Raw, m.ID), m.inClone(c.Raw, m.Params), m.inClone(c.Raw, m.Result), m.inClone(c.Raw, m.Error)
+	return &c
+}
+
+// inClone returns v, a value Parse sliced out of m.Raw, as the same bytes
+// of raw, a copy of m.Raw. A slice of a slice keeps its end's capacity, so
+// v starts cap(m.Raw)-cap(v) bytes into m.Raw; a v that is not there (a
+// message not made by Parse) is copied on its own.
+func (m *Message) inClone(raw []byte, v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	start := cap(m.Raw) - cap(v)
+	if start < 0 || start+len(v) > len(raw) || !bytes.Equal(raw[start:start+len(v)], v) {
+		return bytes.Clone(v)
+	}
+	return raw[start : start+len(v)]
+}
+
 // IDKey returns a comparable form of a raw id: a response matches a request
 // when their keys are equal, however the id's string was escaped, and
 // however its number was written. Numbers are compared as the float64 a

@@ -362,7 +362,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 			return
 		}
 		if InterceptedMethods[m.Method] {
-			b.intercept(frame)
+			b.intercept(m)
 			return
 		}
 		// Any other request reusing the id of a withdrawn prompt gets
@@ -656,16 +656,20 @@ func (b *broker) ownIDLocked() string {
 	return fmt.Sprintf("%s%d", ownIDPrefix, b.nextID)
 }
 
-// intercept hands an agent request to the Policy.
-func (b *broker) intercept(frame []byte) {
-	raw := clone(frame)
-	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
+// intercept hands an agent request to the Policy. The call keeps a copy of
+// the message: the reader reuses the frame's buffer.
+func (b *broker) intercept(read *jsonrpc.Message) {
+	m := read.Clone()
+	raw := m.Raw
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{}), completed: make(chan struct{})}
+	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
 	if m.Method == "elicitation/create" {
 		if mode, _ := jsonrpc.String(m.Params, "mode"); mode == "url" {
 			c.elicitationID, _ = jsonrpc.String(m.Params, "elicitationId")
 		}
+	}
+	if c.elicitationID != "" {
+		c.completed = make(chan struct{})
 	}
 	key := m.IDKey()
 	// Only this goroutine adds calls: an id free now is free below.
