@@ -215,7 +215,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			r.Decision, r.Source, r.Option, r.OptionKd, r.Reason = string(rules.Deny), "timeout", opt.OptionID, opt.Kind, why
 			c.SelectOptionAs(opt.OptionID, func() {
 				win(r, opt.Kind)
-				e.tell(r)
+				e.tell(&r)
 			})
 		}
 	}

@@ -186,7 +186,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		return
 	}
 	// The user is told before the agent is answered (see tell).
-	e.tell(rec)
+	e.tell(&rec)
 	// What the allow covers next (see approvals) is noted before the agent
 	// can act on it: an MCP call reaches the broker on another goroutine,
 	// so before the answer; a terminal or a write comes on this one, once
