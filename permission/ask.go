@@ -321,7 +321,7 @@ func (e *Engine) route(q *asking) {
 			}()
 		}
 	}
-	if a.Local != nil {
+	if a.Local != nil && q.prompt != nil {
 		// Answers the local channel refuses for who sent them (the agent's
 		// own processes) are named in the audit line.
 		localCtx := notify.WithRefusals(ctx, func(why string) {
