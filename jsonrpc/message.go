@@ -45,10 +45,46 @@ type Message struct {
 	Params json.RawMessage // nil when absent
 	Result json.RawMessage // responses: nil unless the call succeeded
 	Error  json.RawMessage // responses: nil unless the call failed
+
+	// idKey is IDKey(ID), once IDKey has been asked for it.
+	idKey string
 }
 
-// IDKey returns a comparable form of the message's id, or "" for none.
-func (m *Message) IDKey() string { return IDKey(m.ID) }
+// IDKey returns a comparable form of the message's id, or "" for none. It
+// is worked out once per message, the first time it is asked for: a
+// message is read by one goroutine at a time.
+func (m *Message) IDKey() string {
+	if m.idKey == "" && len(m.ID) > 0 {
+		m.idKey = IDKey(m.ID)
+	}
+	return m.idKey
+}
+
+// Clone returns a copy of the message that shares no bytes with it: its Raw
+// a copy of m.Raw, and its ID, Params, Result and Error the same values in
+// that copy. It is for a message kept after the buffer it was read from is
+// reused, without reading the frame a second time.
+func (m *Message) Clone() *Message {
+	c := *m
+	c.Raw = bytes.Clone(m.Raw)
+	c.ID, c.Params, c.Result, c.Error = m.inClone(c.Raw, m.ID), m.inClone(c.Raw, m.Params), m.inClone(c.Raw, m.Result), m.inClone(c.Raw, m.Error)
+	return &c
+}
+
+// inClone returns v, a value Parse sliced out of m.Raw, as the same bytes
+// of raw, a copy of m.Raw. A slice of a slice keeps its end's capacity, so
+// v starts cap(m.Raw)-cap(v) bytes into m.Raw; a v that is not there (a
+// message not made by Parse) is copied on its own.
+func (m *Message) inClone(raw []byte, v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	start := cap(m.Raw) - cap(v)
+	if start < 0 || start+len(v) > len(raw) || !bytes.Equal(raw[start:start+len(v)], v) {
+		return bytes.Clone(v)
+	}
+	return raw[start : start+len(v)]
+}
 
 // IDKey returns a comparable form of a raw id: a response matches a request
 // when their keys are equal, however the id's string was escaped, and
@@ -147,9 +183,9 @@ func Parse(frame []byte) (*Message, error) {
 type envelope struct {
 	msg  Message
 	seen [notEnvelope]bool
-	// id is nil, and the sender not answered, when the id itself is in
-	// doubt: repeated, given in another letter case, or not valid Unicode.
-	id          json.RawMessage
+	// idAmbiguous is set, and the sender not answered, when the id itself
+	// is in doubt: repeated, given in another letter case, or not valid
+	// Unicode.
 	idAmbiguous bool
 	hasMethod   bool
 }
@@ -180,12 +216,12 @@ func (e *envelope) read(s *scanner) string {
 			if member, variant := envelopeMember(rawKey); variant {
 				switch member {
 				case memberID:
-					e.id, e.idAmbiguous = nil, true
+					e.idAmbiguous = true
 				case memberMethod:
 					// A peer that folds case takes it for a request.
 					e.hasMethod = true
 				}
-				key, _ := unquote(rawKey)
+				key, _ := Unquote(rawKey)
 				return fmt.Sprintf("%q differs only in case from %q", key, envelopeNames[member])
 			} else if member != notEnvelope {
 				if reason := e.take(member, frame[start:s.pos]); reason != "" {
@@ -239,7 +275,7 @@ func (e *envelope) read(s *scanner) string {
 func (e *envelope) take(member int, val []byte) string {
 	if e.seen[member] {
 		if member == memberID {
-			e.id, e.idAmbiguous = nil, true
+			e.idAmbiguous = true
 		}
 		return fmt.Sprintf("duplicate %q", envelopeNames[member])
 	}
@@ -260,7 +296,7 @@ func (e *envelope) take(member int, val []byte) string {
 		if bytes.IndexByte(val, '\\') < 0 {
 			e.msg.Method = string(val[1 : len(val)-1])
 		} else {
-			e.msg.Method, _ = unquote(val)
+			e.msg.Method, _ = Unquote(val)
 		}
 	case memberID:
 		switch val[0] {
@@ -274,7 +310,6 @@ func (e *envelope) take(member int, val []byte) string {
 			return `"id" must be a string, a number or null`
 		}
 		e.msg.ID = val
-		e.id = val
 	case memberParams:
 		if val[0] != '{' && val[0] != '[' {
 			return `"params" must be an object or an array`
@@ -294,10 +329,13 @@ func (e *envelope) take(member int, val []byte) string {
 // refuse describes a refused frame, with its id when it can be read, even
 // after the member that was refused.
 func (e *envelope) refuse(frame []byte, reason string) *InvalidError {
-	inv := &InvalidError{Reason: reason, ID: e.id, HasMethod: e.hasMethod}
+	inv := &InvalidError{Reason: reason, HasMethod: e.hasMethod}
 	h := ParseHead(frame)
-	if inv.ID == nil && !e.idAmbiguous {
-		inv.ID = h.ID
+	if !e.idAmbiguous {
+		inv.ID = e.msg.ID
+		if inv.ID == nil {
+			inv.ID = h.ID
+		}
 	}
 	inv.HasMethod = inv.HasMethod || h.HasMethod
 	inv.IsResponse = h.IsResponse && !inv.HasMethod
@@ -311,7 +349,7 @@ func (e *envelope) refuse(frame []byte, reason string) *InvalidError {
 func envelopeMember(rawKey []byte) (member int, variant bool) {
 	name := rawKey[1 : len(rawKey)-1]
 	if bytes.IndexByte(name, '\\') >= 0 {
-		decoded, ok := unquote(rawKey)
+		decoded, ok := Unquote(rawKey)
 		if !ok {
 			return notEnvelope, false
 		}
@@ -337,15 +375,6 @@ func envelopeMember(rawKey []byte) (member int, variant bool) {
 		}
 	}
 	return notEnvelope, false
-}
-
-// checkExact refuses, in an exact scan, the string that ends at s.pos and
-// starts at start when it is not exact Unicode.
-func (s *scanner) checkExact(start int) error {
-	if s.exact && !exactUnicode(s.data[start:s.pos]) {
-		return fmt.Errorf("the string at byte %d is not valid Unicode (invalid UTF-8 or a lone surrogate escape): peers read it differently", start)
-	}
-	return nil
 }
 
 // ExactUnicode reports whether a JSON string literal (quotes included, its
@@ -618,7 +647,7 @@ func keyEquals(raw []byte, key string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1:len(raw)-1]) == key
 	}
-	name, ok := unquote(raw)
+	name, ok := Unquote(raw)
 	return ok && name == key
 }
 
@@ -628,12 +657,13 @@ func String(obj json.RawMessage, path ...string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return unquote(v)
+	return Unquote(v)
 }
 
-// unquote decodes a JSON string value as encoding/json does (invalid UTF-8
-// becomes U+FFFD), without reflection when it has no escapes.
-func unquote(v json.RawMessage) (string, bool) {
+// Unquote decodes a JSON string value as encoding/json does (invalid UTF-8
+// becomes U+FFFD), without reflection when it has no escapes. It reports
+// false for any other value.
+func Unquote(v json.RawMessage) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
@@ -656,9 +686,6 @@ type scanner struct {
 	pos  int
 	// strict refuses objects that repeat a member name (see Strict).
 	strict bool
-	// exact refuses strings and member names that are not exact Unicode
-	// (see StrictText).
-	exact bool
 }
 
 var errEnd = errors.New("unexpected end of message")
@@ -680,7 +707,7 @@ func (s *scanner) key() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name, ok := unquote(raw)
+	name, ok := Unquote(raw)
 	if !ok {
 		return "", fmt.Errorf("bad member name at byte %d", start)
 	}
@@ -697,9 +724,6 @@ func (s *scanner) rawKey() ([]byte, error) {
 	}
 	start := s.pos
 	if err := s.skipString(); err != nil {
-		return nil, err
-	}
-	if err := s.checkExact(start); err != nil {
 		return nil, err
 	}
 	raw := s.data[start:s.pos]
@@ -843,11 +867,7 @@ func (s *scanner) skipValue(depth int) error {
 	}
 	switch c := s.data[s.pos]; {
 	case c == '"':
-		start := s.pos
-		if err := s.skipString(); err != nil {
-			return err
-		}
-		return s.checkExact(start)
+		return s.skipString()
 	case c == '{':
 		if depth > maxDepth {
 			return errors.New("nested too deeply")

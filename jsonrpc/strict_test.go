@@ -62,6 +62,10 @@ func TestStrictTextRefusesInexactUnicodeAtAnyDepth(t *testing.T) {
 		`{"\ud83d\ud83d": 1}`,
 		"{\"a\": \"\xff\"}",
 		"{\"\xed\xa0\x80\": 1}",
+		// After a string that ends in an escaped quote or backslash.
+		`["\"", "\ud800"]`,
+		`["\\", "\ud800"]`,
+		`{"a\"b\\": "\udc00"}`,
 	} {
 		if err := Strict(json.RawMessage(v)); err != nil {
 			t.Fatalf("Strict(%q) = %v: it checks structure only", v, err)
@@ -70,7 +74,7 @@ func TestStrictTextRefusesInexactUnicodeAtAnyDepth(t *testing.T) {
 			t.Errorf("StrictText(%q) = %v, want it refused", v, err)
 		}
 	}
-	for _, v := range []string{`"\ud83d\ude00"`, `{"\ufffd": ["é", "\u00e9", "\\ud800"]}`, `[1, true, null, {}]`} {
+	for _, v := range []string{`"\ud83d\ude00"`, `{"\ufffd": ["é", "\u00e9", "\\ud800"]}`, `[1, true, null, {}]`, `["\\\"", "\"\\ud800\""]`, `{"\\": "\\udc00"}`} {
 		if err := StrictText(json.RawMessage(v)); err != nil {
 			t.Errorf("StrictText(%q) = %v", v, err)
 		}

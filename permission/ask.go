@@ -88,7 +88,8 @@ type asking struct {
 	// broker answers for an editor without forms): the channels are asked
 	// at once whatever the route, and nothing falls back to the editor.
 	editor bool
-	// prompt is what the channels show; nil when no channel may be asked.
+	// prompt is what the channels show; nil exactly when the Asker has
+	// neither Local nor Channels.
 	prompt *notify.Prompt
 	// won completes the winning answer's record before its line is
 	// written; nil for nothing to add.
@@ -214,7 +215,7 @@ func (e *Engine) ask(c held, params permissionParams, req *rules.Request, rec Re
 			r.Decision, r.Source, r.Option, r.OptionKd, r.Reason = string(rules.Deny), "timeout", opt.OptionID, opt.Kind, why
 			c.SelectOptionAs(opt.OptionID, func() {
 				win(r, opt.Kind)
-				e.tell(r)
+				e.tell(&r)
 			})
 		}
 	}
@@ -296,7 +297,7 @@ func (e *Engine) route(q *asking) {
 		var asked sync.WaitGroup
 		// (There is a prompt whenever there are channels.)
 		for _, ch := range a.Channels {
-			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, rec, refuse, win) })
+			asked.Go(func() { e.askChannel(ctx, withdraw, q, ch.Channel, ch.Timeout, refuse, win) })
 		}
 		switch {
 		case !toEditor && q.editor:
@@ -327,7 +328,7 @@ func (e *Engine) route(q *asking) {
 			e.Log.Warn("refused a local answer", "prompt", q.prompt.ID, "why", why)
 			refuse("local: " + why)
 		})
-		go e.askChannel(localCtx, withdraw, q, a.Local, 0, rec, refuse, win)
+		go e.askChannel(localCtx, withdraw, q, a.Local, 0, refuse, win)
 	}
 	switch {
 	case a.Route == "channels" || a.Route == "both" || !q.editor:
@@ -358,15 +359,24 @@ func (e *Engine) route(q *asking) {
 			return // its line is written
 		default:
 		}
-		r := rec
-		r.Decision = "unanswered"
-		select {
-		case <-c.SessionCancelled():
-			r.Decision, r.Source = "cancelled", "cancel"
-		default:
-		}
-		writeLine(r)
+		writeUnanswered(q, writeLine)
 	}()
+}
+
+// writeUnanswered writes the line of a request whose call ended unanswered.
+// (This goroutine's work, and watchAsked's, that copies a Record is in
+// functions of its own, so that their frames are on the stack only when a
+// line is written: a goroutine per request starts with a small stack, and
+// growing it to hold them cost each turn more than what they do.)
+func writeUnanswered(q *asking, writeLine func(Record)) {
+	r := q.rec
+	r.Decision = "unanswered"
+	select {
+	case <-q.c.SessionCancelled():
+		r.Decision, r.Source = "cancelled", "cancel"
+	default:
+	}
+	writeLine(r)
 }
 
 // watchAsked answers a request put to a human when nobody did in time
@@ -386,7 +396,7 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 	for {
 		select {
 		case <-timeout:
-			q.timedOut(withdraw, q.rec, win)
+			q.timeOut(withdraw, win)
 			return
 		case <-cancelled:
 			// The editor cancelled the turn: every prompt of it is
@@ -394,14 +404,12 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 			// has already answered an agent's request itself, before
 			// anything else could: see its audit line in route.)
 			withdraw(&notify.Outcome{By: "cancel", Decision: "cancelled"})
-			r := q.rec
-			r.Decision, r.Source = "cancelled", "cancel"
-			c.RespondCancelledAs(func() { win(r, "") })
+			q.cancel(win)
 			return
 		case <-completed:
 			withdraw(&notify.Outcome{By: "agent", Decision: "completed"})
 			if !forwarded() {
-				q.onCompleted(q.rec, win)
+				q.complete(win)
 				return
 			}
 			// The editor still has it: the timeout and the turn's cancel
@@ -412,6 +420,26 @@ func (e *Engine) watchAsked(ctx context.Context, withdraw context.CancelCauseFun
 		}
 	}
 }
+
+// timeOut, cancel and complete call the hooks of a request that timed out,
+// whose turn was cancelled, or that the agent completed, with its record
+// (see writeUnanswered for why each is a function of its own, and not
+// inlined).
+//
+//go:noinline
+func (q *asking) timeOut(withdraw context.CancelCauseFunc, win func(Record, string)) {
+	q.timedOut(withdraw, q.rec, win)
+}
+
+//go:noinline
+func (q *asking) cancel(win func(Record, string)) {
+	r := q.rec
+	r.Decision, r.Source = "cancelled", "cancel"
+	q.c.RespondCancelledAs(func() { win(r, "") })
+}
+
+//go:noinline
+func (q *asking) complete(win func(Record, string)) { q.onCompleted(q.rec, win) }
 
 // readOutcome reads a session/request_permission result exactly, as the
 // agent it is relayed to may: the outcome ("selected", "cancelled", or ""
@@ -441,8 +469,9 @@ func readOutcome(answer *jsonrpc.Message) (outcome, optionID string) {
 	return "", ""
 }
 
-// askChannel asks one channel and applies its answer if it is the first.
-func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, ch notify.Channel, timeout time.Duration, rec Record, refuse func(string), win func(Record, string)) {
+// askChannel asks one channel and applies its answer if it is the first
+// (channelAnswered: see writeUnanswered for why it is a function of its own).
+func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFunc, q *asking, ch notify.Channel, timeout time.Duration, refuse func(string), win func(Record, string)) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -463,7 +492,12 @@ func (e *Engine) askChannel(ctx context.Context, withdraw context.CancelCauseFun
 		}
 		return
 	}
-	r := rec
+	e.channelAnswered(withdraw, q, ch, ans, refuse, win)
+}
+
+// channelAnswered applies a channel's answer if it is the first.
+func (e *Engine) channelAnswered(withdraw context.CancelCauseFunc, q *asking, ch notify.Channel, ans notify.Answer, refuse func(string), win func(Record, string)) {
+	r := q.rec
 	r.Source, r.Channel, r.Who = "channel", ch.Name(), ans.Who
 	answer, kind, decision, err := q.fromChannel(&r, ans)
 	if err != nil {

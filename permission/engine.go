@@ -105,7 +105,9 @@ type option struct {
 type permissionParams struct {
 	SessionID string
 	ToolCall  json.RawMessage
-	Options   []option
+	// ToolCallID is the tool call's toolCallId, "" when it has none.
+	ToolCallID string
+	Options    []option
 	// Title is an ACP v2 request's own title for the prompt: shown to
 	// the human where the tool call has none, never judged.
 	Title string
@@ -159,7 +161,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		return
 	}
 	describe(&rec, req)
-	rec.ToolCallID, _ = jsonrpc.String(params.ToolCall, "toolCallId")
+	rec.ToolCallID = params.ToolCallID
 	fillVerdict(&rec, ev.Verdict)
 	if ev.Decision == rules.Ask {
 		var remember rememberFunc
@@ -184,7 +186,7 @@ func (e *Engine) permission(c *session.Call, start time.Time) {
 		return
 	}
 	// The user is told before the agent is answered (see tell).
-	e.tell(rec)
+	e.tell(&rec)
 	// What the allow covers next (see approvals) is noted before the agent
 	// can act on it: an MCP call reaches the broker on another goroutine,
 	// so before the answer; a terminal or a write comes on this one, once

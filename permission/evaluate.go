@@ -236,13 +236,14 @@ func readPermissionParams(raw json.RawMessage) (permissionParams, error) {
 	if !ok || tc[0] != '{' {
 		return p, errors.New(`no "toolCall" object`)
 	}
-	if _, err := jsonrpc.ExactMembers(tc, session.ToolCallFields...); err != nil {
+	tcMembers, err := jsonrpc.ExactMembers(tc, session.ToolCallFields...)
+	if err != nil {
 		return p, fmt.Errorf(`"toolCall": %v`, err)
 	}
-	if v, ok := jsonrpc.Field(tc, "toolCallId"); ok {
+	if v, ok := tcMembers["toolCallId"]; ok {
 		// A number would be another id to the broker than to an editor
 		// that keys tool calls by JavaScript property (1 is "1").
-		if id, ok := stringOf(v); !ok || id == "" {
+		if p.ToolCallID, ok = stringOf(v); !ok || p.ToolCallID == "" {
 			return p, errors.New(`"toolCall"'s "toolCallId" is not a non-empty string`)
 		}
 	}

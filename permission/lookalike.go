@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
 )
@@ -41,7 +40,7 @@ import (
 // lookalikeOf says what a permission request really asks, as the Source of
 // its audit line, and why a human answers it; "" when it is a permission.
 func lookalikeOf(params permissionParams, req *rules.Request) (source, reason string) {
-	id, _ := jsonrpc.String(params.ToolCall, "toolCallId")
+	id := params.ToolCallID
 	lower := strings.ToLower(id)
 	kind := strings.ToLower(req.Kind)
 	acts := req.Script != nil || len(req.Paths) > 0

@@ -22,8 +22,9 @@ const tellTitleLimit = 200
 // tell shows the user in the request's session that the broker answered it
 // itself, as rec records (its Decision "allow" or "deny"), when [ask] tell
 // says so. It is called before the answer goes to the agent, so the user
-// reads it before whatever the agent says of the answer.
-func (e *Engine) tell(rec Record) {
+// reads it before whatever the agent says of the answer. Most answers are
+// allows that are not told: the record is not copied to find that out.
+func (e *Engine) tell(rec *Record) {
 	setting := rules.TellDenials
 	if e.Asker != nil && e.Asker.Tell != "" {
 		setting = e.Asker.Tell
@@ -54,7 +55,7 @@ func (e *Engine) tell(rec Record) {
 // commands, else its paths, URLs or MCP tool, else its title or kind. It is
 // one line of printable text (notify.OneLine), so that the agent's words in
 // it cannot start a line that reads as the broker's.
-func toldSubject(rec Record) string {
+func toldSubject(rec *Record) string {
 	var what string
 	switch {
 	case len(rec.Commands) > 0:
@@ -79,7 +80,7 @@ func toldSubject(rec Record) string {
 // (/home/u/.config/acp-broker/rules.toml:12): force pushes rewrite history",
 // "remembered always r-3f2a", "mode plan: plan mode allows only what reads",
 // "default: ...", "nobody answered within 5m".
-func toldReason(rec Record) string {
+func toldReason(rec *Record) string {
 	reason := rec.Reason
 	var by string
 	switch rec.Source {

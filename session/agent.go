@@ -53,14 +53,10 @@ func LookAgent(name string) (string, error) {
 // agentProcess is the running agent: its pipes, its process group, and its
 // exit status once it has one.
 type agentProcess struct {
-	path   string            // the agent, or on Linux the keeper above it
-	argv   []string          // its argv
-	attr   *syscall.ProcAttr // its stdio, environment and process attributes
-	child  int               // its pid
-	pid    int               // the agent's pid, which is also its process group's
-	stdin  *os.File          // write end: the broker's messages to the agent
-	stdout *os.File          // read end: the agent's messages
-	stderr *os.File          // read end: the agent's log lines
+	pid    int      // the agent's pid, which is also its process group's
+	stdin  *os.File // write end: the broker's messages to the agent
+	stdout *os.File // read end: the agent's messages
+	stderr *os.File // read end: the agent's log lines
 
 	done     chan struct{} // closed when the agent has exited and been reaped
 	exitCode int           // valid after done: the status to exit with
@@ -161,18 +157,13 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 		closeAll(inR, inW, outR, outW)
 		return nil, nil, err
 	}
-	p = &agentProcess{
-		path:   path,
-		argv:   argv,
-		stdin:  inW,
-		stdout: outR,
-		stderr: errR,
-		done:   make(chan struct{}),
-		attr: &syscall.ProcAttr{
-			Env:   os.Environ(),
-			Files: []uintptr{inR.Fd(), outW.Fd(), errW.Fd()},
-			Sys:   &syscall.SysProcAttr{Setpgid: true},
-		},
+	p = &agentProcess{stdin: inW, stdout: outR, stderr: errR, done: make(chan struct{})}
+	// What is run: the agent, or on Linux the keeper above it.
+	run, runArgv := path, argv
+	attr := &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{inR.Fd(), outW.Fd(), errW.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	}
 	var reportW *os.File
 	if keeper != "" && keeperSupported {
@@ -180,16 +171,15 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 			closeAll(inR, inW, outR, outW, errR, errW)
 			return nil, nil, err
 		}
-		p.path = keeper
-		p.argv = append([]string{keeper, KeeperCommand, path}, argv...)
-		p.attr.Files = append(p.attr.Files, reportW.Fd())
+		run, runArgv = keeper, append([]string{keeper, KeeperCommand, path}, argv...)
+		attr.Files = append(attr.Files, reportW.Fd())
 		// The keeper catches it and ends the agent's tree.
-		setParentDeathSignal(p.attr.Sys, syscall.SIGTERM)
+		setParentDeathSignal(attr.Sys, syscall.SIGTERM)
 	} else {
-		setParentDeathSignal(p.attr.Sys, syscall.SIGKILL)
+		setParentDeathSignal(attr.Sys, syscall.SIGKILL)
 	}
 	started := make(chan error)
-	go p.startAndWait(started)
+	go p.startAndWait(run, runArgv, attr, started)
 	err = <-started
 	closeAll(inR, outW, errW, reportW)
 	if err != nil {
@@ -197,12 +187,11 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 		// Without a keeper this was the agent's own exec; with one it was
 		// the keeper's, a failure of the broker's.
 		var errno syscall.Errno
-		if p.path == path && errors.As(err, &errno) {
+		if run == path && errors.As(err, &errno) {
 			err = agentExecError(err.Error(), errno)
 		}
 		return nil, nil, fmt.Errorf("starting agent: %w", err)
 	}
-	p.pid = p.child
 	return p, report, nil
 }
 
@@ -213,14 +202,14 @@ func startAgent(path string, argv []string, keeper string) (p *agentProcess, rep
 // syscall.ForkExec rather than os/exec, which before its first start
 // probes the kernel with a throwaway child: one more process on the way to
 // the agent.
-func (p *agentProcess) startAndWait(started chan<- error) {
+func (p *agentProcess) startAndWait(path string, argv []string, attr *syscall.ProcAttr, started chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-	child, err := syscall.ForkExec(p.path, p.argv, p.attr)
+	child, err := syscall.ForkExec(path, argv, attr)
 	if err != nil {
-		started <- &os.PathError{Op: "fork/exec", Path: p.path, Err: err}
+		started <- &os.PathError{Op: "fork/exec", Path: path, Err: err}
 		return
 	}
-	p.child = child
+	p.pid = child // the keeper's, until it reports the agent's
 	started <- nil
 	p.exitCode = waitExit(child)
 	close(p.done)

@@ -362,7 +362,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 			return
 		}
 		if InterceptedMethods[m.Method] {
-			b.intercept(frame)
+			b.intercept(m)
 			return
 		}
 		// Any other request reusing the id of a withdrawn prompt gets
@@ -375,7 +375,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 		b.mu.Unlock()
 	case jsonrpc.Response:
 		key := m.IDKey()
-		b.tracker.agentResponseTo(key, m)
+		b.tracker.agentResponse(m)
 		b.mu.Lock()
 		delete(b.editorPending, key)
 		established := b.established[key]
@@ -385,7 +385,7 @@ func (b *broker) relayAgent(m *jsonrpc.Message, frame []byte) {
 			id, _ := jsonrpc.String(m.Result, "sessionId")
 			established(id)
 		}
-		if b.setupAnswered(m, key, frame) {
+		if b.setupAnswered(m, frame) {
 			return // held until the agent answers the broker's switch
 		}
 	case jsonrpc.Notification:
@@ -656,16 +656,20 @@ func (b *broker) ownIDLocked() string {
 	return fmt.Sprintf("%s%d", ownIDPrefix, b.nextID)
 }
 
-// intercept hands an agent request to the Policy.
-func (b *broker) intercept(frame []byte) {
-	raw := clone(frame)
-	m, _ := jsonrpc.Parse(raw) // it parsed a moment ago
+// intercept hands an agent request to the Policy. The call keeps a copy of
+// the message: the reader reuses the frame's buffer.
+func (b *broker) intercept(read *jsonrpc.Message) {
+	m := read.Clone()
+	raw := m.Raw
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{}), completed: make(chan struct{})}
+	c := &Call{Method: m.Method, ID: m.ID, Params: m.Params, raw: raw, b: b, ctx: ctx, cancel: cancel, sessionCancelled: make(chan struct{})}
 	if m.Method == "elicitation/create" {
 		if mode, _ := jsonrpc.String(m.Params, "mode"); mode == "url" {
 			c.elicitationID, _ = jsonrpc.String(m.Params, "elicitationId")
 		}
+	}
+	if c.elicitationID != "" {
+		c.completed = make(chan struct{})
 	}
 	key := m.IDKey()
 	// Only this goroutine adds calls: an id free now is free below.

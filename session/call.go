@@ -80,7 +80,7 @@ type Call struct {
 
 	// elicitationID is, for a URL-mode elicitation/create, the
 	// elicitation's id, which elicitation/complete names; completed is
-	// closed when the agent sends that.
+	// closed when the agent sends that (nil for a call without one).
 	elicitationID string
 	completed     chan struct{}
 	completedOnce sync.Once
@@ -90,7 +90,8 @@ type Call struct {
 // naming the call's elicitation (a URL-mode elicitation/create): the
 // out-of-band step it asked for is done, and a prompt still showing it is
 // stale. The call is not answered by it; the notification is relayed to the
-// editor as sent.
+// editor as sent. For a call no elicitation/complete can name it is nil, a
+// channel that is never ready.
 func (c *Call) ElicitationCompleted() <-chan struct{} { return c.completed }
 
 // SessionCancelled is closed when the editor cancels the call's session
@@ -129,7 +130,7 @@ func (c *Call) mayBeOf(sessionID string) bool {
 		return false
 	}
 	for _, n := range names[0] {
-		if id, ok := stringValue(n.Value); ok && id == sessionID {
+		if id, ok := jsonrpc.Unquote(n.Value); ok && id == sessionID {
 			return true
 		}
 	}

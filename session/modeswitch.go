@@ -337,10 +337,11 @@ func (b *broker) holdAgent(m *jsonrpc.Message, frame []byte) bool {
 // request, already tracked. It reports whether the answer is held: the
 // session is in a mode the broker switches it out of before the editor
 // learns of the session.
-func (b *broker) setupAnswered(m *jsonrpc.Message, key string, frame []byte) bool {
+func (b *broker) setupAnswered(m *jsonrpc.Message, frame []byte) bool {
 	if b.guard == nil {
 		return false
 	}
+	key := m.IDKey()
 	s := b.modes
 	s.mu.Lock()
 	target, ok := s.setups[key]

@@ -77,7 +77,7 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 	var childID string
 	if err == nil {
 		raw, ok := members["sessionId"]
-		if childID, ok = stringValue(raw); !ok || childID == "" {
+		if childID, ok = jsonrpc.Unquote(raw); !ok || childID == "" {
 			return // names no child
 		}
 	} else {
@@ -85,7 +85,7 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 		// knows one it names, it decides nothing of it any more.
 		if names := jsonrpc.Namesakes(upd, "sessionId"); names != nil {
 			for _, id := range names[0] {
-				if s, ok := stringValue(id.Value); ok {
+				if s, ok := jsonrpc.Unquote(id.Value); ok {
 					if c := t.children[s]; c != nil && c.child.parent == parentID {
 						c.child.unreadable = "an announcement of it repeats a member or spells one in another case: " + err.Error()
 					}
@@ -123,7 +123,7 @@ func (t *tracker) subagentUpdate(parentID string, upd json.RawMessage) {
 	if raw, ok := members["cwd"]; ok {
 		if jsonrpc.IsNull(raw) {
 			c.cwd = nil // back to the parent's
-		} else if dir, ok := stringValue(raw); ok && filepath.IsAbs(dir) && !strings.ContainsRune(dir, 0) {
+		} else if dir, ok := jsonrpc.Unquote(raw); ok && filepath.IsAbs(dir) && !strings.ContainsRune(dir, 0) {
 			dir = filepath.Clean(dir)
 			c.cwd = &dir
 		} else {

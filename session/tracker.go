@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/acp-broker/acp-broker/internal/shellwrap"
 	"github.com/acp-broker/acp-broker/jsonrpc"
@@ -264,43 +263,13 @@ func toolName(fields map[string]json.RawMessage) string {
 // a number the property name a JavaScript editor keys it under (1 and 1.0
 // are "1"); "" for anything else.
 func toolCallKey(v json.RawMessage) string {
-	if s, ok := stringValue(v); ok {
+	if s, ok := jsonrpc.Unquote(v); ok {
 		return s
 	}
 	if f, err := strconv.ParseFloat(string(v), 64); err == nil {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return ""
-}
-
-// stringValue decodes a JSON string value.
-func stringValue(v json.RawMessage) (string, bool) {
-	if len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	if plainString(v) {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	return s, json.Unmarshal(v, &s) == nil
-}
-
-// plainString reports whether a quoted JSON string reads as its bytes: no
-// escape, no control character, valid UTF-8 (encoding/json would read an
-// invalid byte as U+FFFD).
-func plainString(v json.RawMessage) bool {
-	if v[len(v)-1] != '"' {
-		return false
-	}
-	body := v[1 : len(v)-1]
-	ascii := true
-	for _, c := range body {
-		if c < 0x20 || c == '\\' || c == '"' {
-			return false
-		}
-		ascii = ascii && c < utf8.RuneSelf
-	}
-	return ascii || utf8.Valid(body)
 }
 
 // placeholder reports whether an announced value says nothing yet: agents
@@ -485,11 +454,8 @@ func (t *tracker) editorRequest(m *jsonrpc.Message) {
 }
 
 // agentResponse completes a tracked request with the agent's response.
-func (t *tracker) agentResponse(m *jsonrpc.Message) { t.agentResponseTo(m.IDKey(), m) }
-
-// agentResponseTo is agentResponse for a response whose id key the caller
-// has already made.
-func (t *tracker) agentResponseTo(key string, m *jsonrpc.Message) {
+func (t *tracker) agentResponse(m *jsonrpc.Message) {
+	key := m.IDKey()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.requests) == 0 {
@@ -543,7 +509,7 @@ func (t *tracker) agentResponseTo(key string, m *jsonrpc.Message) {
 				raw, ok = jsonrpc.Only(names[0], "sessionId")
 			}
 			if ok {
-				id, ok = stringValue(raw)
+				id, ok = jsonrpc.Unquote(raw)
 			}
 		}
 		if !ok || id == "" {
@@ -676,16 +642,16 @@ func (t *tracker) readUpdate(params json.RawMessage) (ownToolCall bool) {
 	kindRaw, ok3 := jsonrpc.Only(inner[0], "sessionUpdate")
 	idRaw, ok4 := jsonrpc.Only(inner[1], "toolCallId")
 	if ok4 {
-		_, ok4 = stringValue(idRaw) // a number is "1" to a JavaScript editor
+		_, ok4 = jsonrpc.Unquote(idRaw) // a number is "1" to a JavaScript editor
 	}
 	if !ok3 || (len(inner[1]) > 0 && !ok4) {
 		return t.ambiguousUpdate(sessions, updates)
 	}
-	sessionID, ok := stringValue(sessionRaw)
+	sessionID, ok := jsonrpc.Unquote(sessionRaw)
 	if !ok {
 		return false
 	}
-	switch kind, _ := stringValue(kindRaw); kind {
+	switch kind, _ := jsonrpc.Unquote(kindRaw); kind {
 	case "tool_call", "tool_call_update":
 	case kindSubagent:
 		t.subagentUpdate(sessionID, upd)
@@ -810,7 +776,7 @@ func mayNameKind(data []byte, kinds ...string) bool {
 // one of the broker's own ids.
 func namesOwnID(ids []jsonrpc.Namesake) bool {
 	for _, id := range ids {
-		if s, ok := stringValue(id.Value); ok && strings.HasPrefix(s, ownIDPrefix) {
+		if s, ok := jsonrpc.Unquote(id.Value); ok && strings.HasPrefix(s, ownIDPrefix) {
 			return true
 		}
 	}
@@ -843,7 +809,7 @@ func (t *tracker) ambiguousUpdate(sessions, updates []jsonrpc.Namesake) (ownTool
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, sess := range sessions {
-		sessionID, ok := stringValue(sess.Value)
+		sessionID, ok := jsonrpc.Unquote(sess.Value)
 		if !ok {
 			continue
 		}
