@@ -321,7 +321,7 @@ func (e *Engine) route(q *asking) {
 			}()
 		}
 	}
-	if a.Local != nil && q.prompt != nil {
+	if a.Local != nil {
 		// Answers the local channel refuses (from the agent's own
 		// processes, or that answer nothing) are named in the audit line.
 		localCtx := notify.WithRefusals(ctx, func(why string) {
