@@ -195,6 +195,7 @@ func TestQuestionOnNtfyAnsweredByAChoiceButton(t *testing.T) {
 // long enough for the notification to be published first by a wide
 // margin; nothing here measures time.)
 func TestQuestionOnNtfyTimedOutSaysWhy(t *testing.T) {
+	t.Parallel() // it waits out a 15 s timeout
 	ntfy := startFakeNtfy(t)
 	cfg := fmt.Sprintf("[ask]\nroute = \"channels\"\ntimeout = \"15s\"\n\n[[channel]]\nname = \"phone\"\ntype = \"ntfy\"\nserver = %q\ntopic = \"acpb-test\"\n", ntfy.URL)
 	s, dir := questionBroker(t, cfg)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -173,12 +172,6 @@ func (r *Rule) Matchers() []Matcher {
 	add("path", paths)
 	add("url", urls)
 	return out
-}
-
-// regexSource is a command_regex as written, without the anchors
-// compileCommandRegex adds.
-func regexSource(re *regexp.Regexp) string {
-	return strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$")
 }
 
 func globSources(gs []*glob) []string {

@@ -521,6 +521,12 @@ func compileCommandRegex(s string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
+// regexSource is a command_regex as written, without the anchors
+// compileCommandRegex adds.
+func regexSource(re *regexp.Regexp) string {
+	return strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$")
+}
+
 func (d *decoder) checkRule(r *Rule, head pos) error {
 	if r.Decision == "" {
 		return d.errorf(head, `add decision = "allow", "ask" or "deny"`, "rule has no decision")

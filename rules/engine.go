@@ -100,7 +100,7 @@ func NewPolicy(files []*File, home string, brokerFiles []string) *Policy {
 		if r.Inactive {
 			continue
 		}
-		indexed := len(r.Commands) > 0 && len(r.CommandRegex) == 0
+		indexed := len(r.Commands) > 0
 		var programs []string
 		for _, c := range r.Commands {
 			prog, ok := c.program()
@@ -669,6 +669,8 @@ func (p *Policy) covers(r *Rule, req *Request, a action, deny bool) bool {
 	return !r.hasActionMatcher()
 }
 
+// matchCommand matches a rule's command patterns or its command_regex: a
+// rule has one or the other, never both (Parse refuses it).
 func matchCommand(r *Rule, argv []string) bool {
 	for _, c := range r.Commands {
 		if c.match(argv) {

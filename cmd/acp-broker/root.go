@@ -71,9 +71,6 @@ func execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	if failed == nil {
-		failed = root
-	}
 	var status statusError
 	if errors.As(err, &status) {
 		return int(status)
