@@ -156,7 +156,7 @@ func ListenLocal(dir string) (*Local, error) {
 		return nil, err
 	}
 	removeStale(dir)
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
+	path := socketPath(dir, os.Getpid())
 	// A socket with this process's pid is a dead process's, unless this
 	// process listens there already.
 	if fi, err := os.Lstat(path); err == nil {
@@ -409,7 +409,7 @@ func (l *Local) agentsProcess(pid int) string {
 		if p == guarded {
 			return fmt.Sprintf("pid %d runs under this broker (pid %d): an agent's processes cannot answer or list its prompts", pid, guarded)
 		}
-		sock := filepath.Join(dir, strconv.Itoa(p)+".sock")
+		sock := socketPath(dir, p)
 		if sock == l.path {
 			continue
 		}
@@ -427,13 +427,13 @@ func (l *Local) refused(line []byte, why string) {
 	if json.Unmarshal(line, &req) != nil || req.Op != "answer" {
 		return
 	}
+	// Under l.mu, as take's refusals are: an answer taken after it cannot
+	// write the audit line without it.
 	l.mu.Lock()
-	a := l.pending[req.ID]
-	l.mu.Unlock()
-	if a == nil {
-		return
+	defer l.mu.Unlock()
+	if a := l.pending[req.ID]; a != nil {
+		a.refused(why)
 	}
-	a.refused(why)
 }
 
 // refused reports, where the Ask's ctx carries WithRefusals' report, that
@@ -683,7 +683,7 @@ func AnswerQuestion(dir string, q Pending, action string, content json.RawMessag
 	if !q.IsQuestion() {
 		return fmt.Errorf("request %q is a permission request, not a question", q.ID)
 	}
-	at := pendingAt{q, filepath.Join(dir, strconv.Itoa(q.Broker)+".sock")}
+	at := pendingAt{q, socketPath(dir, q.Broker)}
 	resp, err := callLocal(at.socket, localRequest{Op: "list"})
 	switch {
 	case isDead(err):
@@ -792,6 +792,11 @@ func deadSocket(path string) bool {
 type socketFile struct {
 	path string
 	pid  int
+}
+
+// socketPath is where the broker with this pid listens in dir.
+func socketPath(dir string, pid int) string {
+	return filepath.Join(dir, strconv.Itoa(pid)+".sock")
 }
 
 // sockets lists the brokers' sockets in dir: PID.sock, by pid.

@@ -232,7 +232,7 @@ func nobodyAnswered(timeout time.Duration) string {
 // first answer, withdraws every other prompt, and writes the request's one
 // audit line when it is answered (or ends unanswered).
 func (e *Engine) route(q *asking) {
-	a, c, rec := q.a, q.c, q.rec
+	a, c := q.a, q.c
 	ctx, withdraw := context.WithCancelCause(c.Context())
 	// answered is closed once the winning answer's line is written.
 	answered := make(chan struct{})
@@ -275,7 +275,7 @@ func (e *Engine) route(q *asking) {
 	}
 	editorAnswered = func(answer *jsonrpc.Message) string {
 		took := time.Duration(time.Now().UnixNano() - forwardedAt.Load())
-		r := rec
+		r := q.rec
 		r.Decision = "answered"
 		kind, replace := q.fromEditor(&r, answer)
 		withdraw(&notify.Outcome{By: "editor", Decision: r.Decision})
@@ -316,7 +316,7 @@ func (e *Engine) route(q *asking) {
 				asked.Wait()
 				if ctx.Err() == nil {
 					e.Log.Warn("no channel could get an answer, and the editor is not asked")
-					q.gaveUp(withdraw, rec, win)
+					q.gaveUp(withdraw, q.rec, win)
 				}
 			}()
 		}
@@ -368,6 +368,8 @@ func (e *Engine) route(q *asking) {
 // functions of its own, so that their frames are on the stack only when a
 // line is written: a goroutine per request starts with a small stack, and
 // growing it to hold them cost each turn more than what they do.)
+//
+//go:noinline
 func writeUnanswered(q *asking, writeLine func(Record)) {
 	r := q.rec
 	r.Decision = "unanswered"
