@@ -220,26 +220,9 @@ func TestQuestionTimeoutAnswersCancel(t *testing.T) {
 	}
 }
 
-// allowEverything is a rule file that allows whatever a rule can name, in
-// bypass mode.
-const allowEverything = `mode = "bypass"
-
-[[rule]]
-decision = "allow"
-kind = ["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
-
-[[rule]]
-decision = "allow"
-title = "*"
-
-[[rule]]
-decision = "allow"
-url = "https://*"
-
-[[rule]]
-decision = "allow"
-tool = "*"
-`
+// allowEverything is a rule file that allows whatever a rule can name, MCP
+// tools included, in bypass mode.
+const allowEverything = "mode = \"bypass\"\n" + allowEverythingRules + "\n[[rule]]\ndecision = \"allow\"\ntool = \"*\"\n"
 
 // TestNoRuleAnswersAQuestion (attack): rules that allow everything, bypass
 // mode (from the config and the flag) and an "always" given for the very

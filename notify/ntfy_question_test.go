@@ -210,7 +210,8 @@ func TestNtfyUncheckableQuestion(t *testing.T) {
 // Choices whose labels are not plain ASCII (a Cyrillic "Dеcline" reads as
 // the broker's Decline) or are empty, two that read alike, one that reads
 // as Decline when three leave no room for the broker's, or more than ntfy
-// has buttons, get no buttons: the human could not tell which is which.
+// has buttons, or one too long for a signed token, get no buttons: the
+// human could not tell which is which.
 // The one Decline button declines.
 func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
 	for name, schema := range map[string]string{
@@ -224,6 +225,9 @@ func TestNtfyChoicesThatReadAlikeGetNoButtons(t *testing.T) {
 		"spaced alike":            `{"properties":{"go":{"type":"string","oneOf":[{"const":"production","title":"  Wait "},{"const":"staging","title":"wait"}]}}}`,
 		"reads as Decline, three": `{"properties":{"go":{"type":"string","enum":["deploy","wait","decline"]}}}`,
 		"four":                    `{"properties":{"go":{"type":"string","enum":["a","b","c","d"]}}}`,
+		// A token longer than a token may be: no choice gets a button, as
+		// some choices without one would read as all there is.
+		"a choice too long for a token": `{"properties":{"go":{"type":"string","oneOf":[{"const":"short","title":"Short"},{"const":"` + strings.Repeat("l", 1600) + `","title":"Long"}]}}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			httpChanLeakCheck(t)
@@ -306,30 +310,6 @@ func TestNtfyFourChoicesPointElsewhere(t *testing.T) {
 		t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
 	}
 	wantUpdate(t, f, m, "answered on the phone: declined")
-}
-
-// A choice whose token would be longer than a token may be gets no button,
-// and neither does any other choice: some choices without a button would
-// read as all there is.
-func TestNtfyLongChoiceGetsNoButtons(t *testing.T) {
-	httpChanLeakCheck(t)
-	f := newFakeNtfy(t, "")
-	n := newTestNtfy(f)
-	long := strings.Repeat("l", 1600)
-	p := formQuestion(`{"properties":{"go":{"type":"string","oneOf":[{"const":"short","title":"Short"},{"const":"` + long + `","title":"Long"}]}}}`)
-	res := askAsync(t, t.Context(), n, p)
-	m := recvWithin(t, f.published, "the question")
-	if got := buttonLabels(m); !slices.Equal(got, []string{"Decline"}) {
-		t.Fatalf("buttons %q, want Decline only", got)
-	}
-	if !strings.Contains(m.Message, "acp-broker answer 4242-9") {
-		t.Errorf("message %q lacks the pointer", m.Message)
-	}
-	f.press(t, m, "Decline")
-	if r := recvWithin(t, res, "Ask"); r.err != nil || r.ans.Action != "decline" {
-		t.Fatalf("Ask = %+v, %v; want decline", r.ans, r.err)
-	}
-	recvWithin(t, f.published, "the update")
 }
 
 // lengthenGrace makes a channel wait as long as a test may need for the
