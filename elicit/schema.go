@@ -95,9 +95,6 @@ func ParseSchema(raw json.RawMessage) (*Form, error) {
 	if err := jsonrpc.StrictText(raw); err != nil {
 		return nil, fmt.Errorf("requestedSchema: %w", err)
 	}
-	if !json.Valid(raw) {
-		return nil, errors.New("requestedSchema: not valid JSON")
-	}
 	top, err := members(raw, "requestedSchema", schemaMembers)
 	if err != nil {
 		return nil, err

@@ -37,9 +37,6 @@ func (f *Form) Validate(content json.RawMessage) error {
 	if err := jsonrpc.StrictText(content); err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	if !json.Valid(content) {
-		return fmt.Errorf("content: not valid JSON")
-	}
 	obj, err := jsonrpc.Members(content)
 	if err != nil {
 		return fmt.Errorf("content: %w", err)

@@ -436,9 +436,6 @@ func parseQuestionReply(data []byte) (action string, content json.RawMessage, er
 	if err := jsonrpc.Strict(data); err != nil {
 		return "", nil, err
 	}
-	if !json.Valid(data) {
-		return "", nil, errors.New("not valid JSON")
-	}
 	members, err := jsonrpc.ExactMembers(data, "action", "content")
 	if err != nil {
 		return "", nil, err

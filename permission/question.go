@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acp-broker/acp-broker/elicit"
 	"github.com/acp-broker/acp-broker/jsonrpc"
 	"github.com/acp-broker/acp-broker/notify"
 	"github.com/acp-broker/acp-broker/rules"
@@ -121,10 +122,13 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		p.RequestedSchema = nil // the URL is the question
 	}
 	var channelsCannot string
+	var form *elicit.Form // the schema read once, for every channel's answer
 	if readErr != nil {
 		channelsCannot = "the question cannot be read exactly (" + readErr.Error() + ")"
-	} else if _, err := p.CheckQuestion(); err != nil {
+	} else if f, err := p.CheckQuestion(); err != nil {
 		channelsCannot = err.Error()
+	} else {
+		form = f
 	}
 	a := e.Asker
 	if a == nil {
@@ -165,7 +169,7 @@ func (e *Engine) question(c *session.Call, start time.Time) {
 		return "", "" // relayed as sent: it is the editor's to check
 	}
 	ask.fromChannel = func(r *Record, ans notify.Answer) (func(func()) bool, string, string, error) {
-		result, err := channelResult(p, ans)
+		result, err := channelResult(p, form, ans)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -249,9 +253,10 @@ func (e *Engine) questionSettings(s session.Info) rules.QuestionsConfig {
 
 // channelResult is the agent's answer for a channel's answer to a
 // question: an action of the three ACP defines, and for an accepted form
-// content the form accepts, checked again (Prompt.Reply) whatever the
+// content the form accepts, checked again (Prompt.ReplyTo, against the
+// form read once for the question) whatever the
 // channel checked.
-func channelResult(p notify.Prompt, ans notify.Answer) (elicitationResult, error) {
+func channelResult(p notify.Prompt, form *elicit.Form, ans notify.Answer) (elicitationResult, error) {
 	if ans.OptionID != "" {
 		return elicitationResult{}, errors.New("a question has no options to choose")
 	}
@@ -259,7 +264,7 @@ func channelResult(p notify.Prompt, ans notify.Answer) (elicitationResult, error
 	if ans.Content != "" {
 		content = json.RawMessage(ans.Content)
 	}
-	checked, err := p.Reply(ans.Action, content)
+	checked, err := p.ReplyTo(form, ans.Action, content)
 	if err != nil {
 		return elicitationResult{}, err
 	}

@@ -77,7 +77,11 @@ func TestChannelResult(t *testing.T) {
 		if tc.mode == "url" {
 			p = url
 		}
-		got, err := channelResult(p, tc.ans)
+		f, err := p.CheckQuestion()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := channelResult(p, f, tc.ans)
 		if strings.HasPrefix(tc.want, "{") {
 			b, _ := json.Marshal(got)
 			if err != nil || string(b) != tc.want {
