@@ -253,9 +253,8 @@ func (e *Engine) questionSettings(s session.Info) rules.QuestionsConfig {
 
 // channelResult is the agent's answer for a channel's answer to a
 // question: an action of the three ACP defines, and for an accepted form
-// content the form accepts, checked again (Prompt.ReplyTo, against the
-// form read once for the question) whatever the
-// channel checked.
+// content the form accepts, checked again against the form read once for
+// the question (Prompt.ReplyTo), whatever the channel checked.
 func channelResult(p notify.Prompt, form *elicit.Form, ans notify.Answer) (elicitationResult, error) {
 	if ans.OptionID != "" {
 		return elicitationResult{}, errors.New("a question has no options to choose")

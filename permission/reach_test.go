@@ -133,6 +133,11 @@ func TestSaysContinue(t *testing.T) {
 		"You cannot continue":                false,
 		"Continue? No, abort":                false,
 		"Stop, then continue later":          false,
+		"Never continue":                     false,
+		"Cancel and continue":                false,
+		"End the turn; continue later":       false,
+		"Halt, then continue":                false,
+		"It aborts; it continues":            false,
 		"continued":                          false,
 		"":                                   false,
 	} {
