@@ -33,6 +33,20 @@ func runtimeEnv(dir string) []string {
 // request whose line contains match, and returns its id.
 func localPromptID(t *testing.T, dir, match string) string {
 	t.Helper()
+	id, _ := pendingListed(t, dir, match, func(line string) (string, bool) {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, match) {
+			return f[0], true
+		}
+		return "", false
+	})
+	return id
+}
+
+// pendingListed runs `acp-broker pending` as the test until pick finds an
+// id on one of its lines after the header, and returns the id and the
+// whole listing; what names what it waits for, if it never comes.
+func pendingListed(t *testing.T, dir, what string, pick func(line string) (string, bool)) (string, string) {
+	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	var last []byte
 	for time.Now().Before(deadline) {
@@ -43,15 +57,15 @@ func localPromptID(t *testing.T, dir, match string) string {
 			t.Fatalf("pending: %v\n%s", err, out)
 		}
 		for _, line := range strings.Split(string(out), "\n")[1:] {
-			if strings.Contains(line, match) {
-				return strings.Fields(line)[0]
+			if id, ok := pick(line); ok {
+				return id, string(out)
 			}
 		}
 		last = out
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("acp-broker pending never listed %q; last:\n%s", match, last)
-	return ""
+	t.Fatalf("acp-broker pending never listed %q; last:\n%s", what, last)
+	return "", ""
 }
 
 // localAnswer runs `acp-broker answer id decision` as the test, a process

@@ -315,25 +315,12 @@ func TestQuestionOnWebhookAnsweredAtItsURL(t *testing.T) {
 // listing.
 func localQuestionID(t *testing.T, dir, message string) (string, string) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	var last []byte
-	for time.Now().Before(deadline) {
-		cmd := exec.Command(brokerBin, "pending")
-		cmd.Env = runtimeEnv(dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("pending: %v\n%s", err, out)
+	return pendingListed(t, dir, "the question "+message, func(line string) (string, bool) {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "question" && strings.Contains(line, message) {
+			return f[1], true
 		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if f := strings.Fields(line); len(f) > 1 && f[0] == "question" && strings.Contains(line, message) {
-				return f[1], string(out)
-			}
-		}
-		last = out
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("acp-broker pending never listed the question %q; last:\n%s", message, last)
-	return "", ""
+		return "", false
+	})
 }
 
 // answerQuestion runs `acp-broker answer id args...` as the test, a

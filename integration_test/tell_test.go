@@ -21,7 +21,7 @@ const noticesInit = `{"protocolVersion":1,"clientCapabilities":{"session":{"noti
 
 // toldTitle reads a line the broker told the editor: a notice's title and
 // description, or the two lines of an agent message chunk that starts on a
-// line of its own ("\ntitle\ndescription\n"). ok is false for any other line.
+// line of its own ("\ntitle\ndescription\n"); "", "" for any other line.
 func toldTitle(line string) (title, description string) {
 	var m struct {
 		Method string `json:"method"`
